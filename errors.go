@@ -38,6 +38,11 @@ var (
 	// ErrCloseTimeout reports a close or cancel not completed within the broker
 	// timeout; the connection was severed.
 	ErrCloseTimeout = errors.New("messaging: close did not complete within the broker timeout")
+	// ErrFiltered marks a delivery whose type the consumer does not accept
+	// (serialization's AllowedTypes): a serializer puts it in
+	// Delivery.Undecodable, and the runtime acknowledges the delivery without
+	// handing it to a handler or parking it.
+	ErrFiltered = errors.New("messaging: message type not allowed here; acknowledged without handling")
 	// ErrConnectTimeout reports a dial and handshake not completed within the
 	// broker timeout.
 	ErrConnectTimeout = errors.New("messaging: connect did not complete within the broker timeout")
