@@ -1,0 +1,133 @@
+// Package batch provides a Writer that publishes each call as one committed
+// batch: it connects lazily, writes through a CommitWriter, commits, and after
+// any error closes what it holds so the next call redials. Callers get a
+// publish that either landed whole (confirmed, and routed when mandatory) or
+// failed with the transport's account of what did not.
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// Writer is a messaging.Writer over a Connector. It is safe for concurrent use;
+// calls are serialised on its one connection.
+type Writer struct {
+	connector messaging.Connector
+
+	mu         sync.Mutex
+	connection messaging.Connection
+	writer     messaging.CommitWriter
+	closed     bool
+}
+
+// New returns a Writer that publishes through connector. It does not connect
+// until the first Write.
+func New(connector messaging.Connector) *Writer {
+	return &Writer{connector: connector}
+}
+
+// Write publishes dispatches as one batch and returns how many landed. Any error
+// (connect, write, commit) closes the connection so that the next call redials.
+func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	if len(dispatches) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return 0, fmt.Errorf("batch writer: %w", messaging.ErrClosed)
+	}
+	if err := w.ensureWriter(ctx); err != nil {
+		w.reset()
+		return 0, err
+	}
+	if _, err := w.writer.Write(ctx, dispatches...); err != nil {
+		w.reset()
+		return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), err)
+	}
+	if err := w.writer.Commit(); err != nil {
+		if !channelSurvives(err) {
+			w.reset()
+		}
+		return landed(err), fmt.Errorf("batch writer: commit %d message(s): %w", len(dispatches), err)
+	}
+	return len(dispatches), nil
+}
+
+func (w *Writer) ensureWriter(ctx context.Context) error {
+	if w.writer != nil {
+		return nil
+	}
+	if w.connection == nil {
+		connection, err := w.connector.Connect(ctx)
+		if err != nil {
+			return fmt.Errorf("batch writer: connect: %w", err)
+		}
+		w.connection = connection
+	}
+	writer, err := w.connection.CommitWriter(ctx)
+	if err != nil {
+		return fmt.Errorf("batch writer: open commit writer: %w", err)
+	}
+	w.writer = writer
+	return nil
+}
+
+// reset closes the writer and connection so the next call starts afresh.
+func (w *Writer) reset() {
+	if w.writer != nil {
+		_ = w.writer.Close()
+		w.writer = nil
+	}
+	if w.connection != nil {
+		_ = w.connection.Close()
+		w.connection = nil
+	}
+}
+
+// landed counts the messages a commit error reports as confirmed and routed.
+func landed(err error) int {
+	var publishErr *messaging.PublishError
+	if !errors.As(err, &publishErr) {
+		return 0
+	}
+	return len(publishErr.Results) - len(publishErr.Failed())
+}
+
+// channelSurvives reports whether the commit failed only because the broker
+// answered some messages with a return or a nack: the channel is still healthy,
+// so there is no need to redial.
+func channelSurvives(err error) bool {
+	var publishErr *messaging.PublishError
+	if !errors.As(err, &publishErr) {
+		return false
+	}
+	for _, failed := range publishErr.Failed() {
+		if !errors.Is(failed.Err, messaging.ErrUnroutable) && !errors.Is(failed.Err, messaging.ErrRefused) {
+			return false
+		}
+	}
+	return true
+}
+
+// Close releases the connection. Later writes fail with messaging.ErrClosed.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	var err error
+	if w.writer != nil {
+		err = w.writer.Close()
+		w.writer = nil
+	}
+	if w.connection != nil {
+		err = errors.Join(err, w.connection.Close())
+		w.connection = nil
+	}
+	return err
+}

@@ -1,0 +1,180 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestWriterFixture(t *testing.T) {
+	gunit.Run(new(WriterFixture), t)
+}
+
+type WriterFixture struct {
+	*gunit.Fixture
+	connector *fakeConnector
+	writer    *Writer
+}
+
+func (f *WriterFixture) Setup() {
+	f.connector = &fakeConnector{}
+	f.writer = New(f.connector)
+}
+
+func (f *WriterFixture) TestNothingToWriteDoesNotConnect() {
+	n, err := f.writer.Write(context.Background())
+	f.So(n, should.Equal, 0)
+	f.So(err, should.BeNil)
+	f.So(f.connector.connects, should.Equal, 0)
+}
+
+func (f *WriterFixture) TestWriteConnectsLazilyWritesAndCommits() {
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "1"}, messaging.Dispatch{MessageID: "2"})
+	f.So(err, should.BeNil)
+	f.So(n, should.Equal, 2)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().last().written, should.HaveLength, 2)
+	f.So(f.connector.last().last().commits, should.Equal, 1)
+}
+
+func (f *WriterFixture) TestConnectionIsReusedAcrossCalls() {
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().writers, should.HaveLength, 1)
+	f.So(f.connector.last().last().commits, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestConnectFailureIsReturnedAndRetriedNextCall() {
+	f.connector.connectErr = errors.New("refused")
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.Wrap, f.connector.connectErr)
+
+	f.connector.connectErr = nil
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.BeNil)
+	f.So(n, should.Equal, 1)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestWriterOpenFailureClosesConnection() {
+	f.connector.writerErr = errors.New("channel refused")
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.Wrap, f.connector.writerErr)
+	f.So(f.connector.last().closed, should.BeTrue)
+}
+
+func (f *WriterFixture) TestWriteFailureRedialsOnNextCall() {
+	f.connector.writeErr = errors.New("socket gone")
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.Wrap, f.connector.writeErr)
+	first := f.connector.last()
+	f.So(first.closed, should.BeTrue)
+	f.So(first.last().closed, should.BeTrue)
+
+	f.connector.writeErr = nil
+	_, err = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.BeNil)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestCommitTimeoutRedials() {
+	f.connector.commitErr = messaging.ErrCommitTimeout
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrCommitTimeout), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeTrue)
+}
+
+func (f *WriterFixture) TestUnroutableCommitKeepsTheConnectionAndCountsWhatLanded() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Confirmed: true, Routed: true},
+		{MessageID: "b", Confirmed: true, Err: messaging.ErrUnroutable},
+	}}
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{}, messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrUnroutable), should.BeTrue)
+	f.So(n, should.Equal, 1)
+	f.So(f.connector.last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestArrivalUnknownRedials() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: messaging.ErrArrivalUnknown},
+	}}
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeTrue)
+}
+
+func (f *WriterFixture) TestCloseReleasesAndRefusesLaterWrites() {
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(f.writer.Close(), should.BeNil)
+	f.So(f.connector.last().closed, should.BeTrue)
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+type fakeConnector struct {
+	connects    int
+	connections []*fakeConnection
+	connectErr  error
+	writerErr   error
+	writeErr    error
+	commitErr   error
+}
+
+func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
+	c.connects++
+	if c.connectErr != nil {
+		return nil, c.connectErr
+	}
+	connection := &fakeConnection{connector: c}
+	c.connections = append(c.connections, connection)
+	return connection, nil
+}
+func (c *fakeConnector) Close() error          { return nil }
+func (c *fakeConnector) last() *fakeConnection { return c.connections[len(c.connections)-1] }
+
+type fakeConnection struct {
+	connector *fakeConnector
+	writers   []*fakeWriter
+	closed    bool
+}
+
+func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) { return nil, nil }
+func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) { return nil, nil }
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	if c.connector.writerErr != nil {
+		return nil, c.connector.writerErr
+	}
+	writer := &fakeWriter{connector: c.connector}
+	c.writers = append(c.writers, writer)
+	return writer, nil
+}
+func (c *fakeConnection) Close() error      { c.closed = true; return nil }
+func (c *fakeConnection) last() *fakeWriter { return c.writers[len(c.writers)-1] }
+
+type fakeWriter struct {
+	connector *fakeConnector
+	written   []messaging.Dispatch
+	commits   int
+	closed    bool
+}
+
+func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	if w.connector.writeErr != nil {
+		return 0, w.connector.writeErr
+	}
+	w.written = append(w.written, dispatches...)
+	return len(dispatches), nil
+}
+func (w *fakeWriter) Commit() error {
+	w.commits++
+	return w.connector.commitErr
+}
+func (w *fakeWriter) Rollback() error { return nil }
+func (w *fakeWriter) Close() error    { w.closed = true; return nil }
