@@ -1,0 +1,36 @@
+# make demo      runs the example service end to end against the local services
+# make test      gofmt check, go vet, and every unit, integration and fault test under -race
+# make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
+# make bench     our stack beside the raw amqp091-go client, as ratios
+
+GO ?= go
+PACKAGES := ./...
+
+.PHONY: all test fmt-check vet services demo bench compile tidy
+
+all: test
+
+services:
+	@bash scripts/services.sh
+
+fmt-check:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+
+vet:
+	$(GO) vet $(PACKAGES)
+
+test: fmt-check vet
+	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
+
+compile:
+	$(GO) build $(PACKAGES)
+
+demo: services
+	@bash scripts/demo.sh
+
+bench: services
+	$(GO) run ./cmd/bench
+
+tidy:
+	$(GO) mod tidy

@@ -1,0 +1,191 @@
+// Package status is a health probe for /status endpoints. Each probe publishes
+// one empty, confirmed message to a probe exchange, so it proves the broker
+// accepts and persists work, not merely that a socket is open. Brief broker
+// events (a failover, a rolling restart) are tolerated inside a window;
+// credential, permission and missing-exchange faults are reported at once
+// because they do not fix themselves.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+)
+
+// ErrNoConnector reports a Checker built without Options.Connector.
+var ErrNoConnector = errors.New("status: no connector; pass status.Options.Connector(transport)")
+
+// Checker probes the broker. It is safe for concurrent use; probes are
+// serialised on one connection.
+type Checker struct {
+	config configuration
+
+	probe sync.Mutex // held by the one probe in flight
+
+	mu           sync.Mutex // guards the fields below
+	connection   messaging.Connection
+	writer       messaging.CommitWriter
+	failingSince time.Time
+}
+
+// New returns a Checker. It does not connect until the first Status call.
+func New(options ...option) *Checker {
+	return &Checker{config: newConfiguration(options)}
+}
+
+// Status publishes one probe and waits for the broker's confirmation. It returns
+// nil when the broker confirmed it, and nil for a failure while consecutive
+// failures are younger than the tolerance window (logging a WARN). Always pass a
+// context with a deadline: when it passes first, the connection is severed and
+// Status waits at most the sever timeout for the probe to return.
+func (c *Checker) Status(ctx context.Context) error {
+	if c.config.connector == nil {
+		return ErrNoConnector
+	}
+	err := c.run(ctx)
+	return c.judge(err)
+}
+
+func (c *Checker) run(ctx context.Context) error {
+	c.probe.Lock()
+	defer c.probe.Unlock()
+
+	done := make(chan error, 1)
+	go func() { done <- c.publish(ctx) }()
+
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	c.sever(false)
+	timer := time.NewTimer(c.config.severTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("status: probe abandoned when the caller's context ended (%w): %w", ctx.Err(), err)
+	case <-timer.C:
+		return fmt.Errorf("status: probe did not return within %s after its context ended and the connection was severed: %w", c.config.severTimeout, ctx.Err())
+	}
+}
+
+func (c *Checker) publish(ctx context.Context) error {
+	writer, err := c.ensureWriter(ctx)
+	if err != nil {
+		c.sever(true)
+		return err
+	}
+	probe := messaging.Dispatch{
+		Topic:       c.config.topic,
+		RoutingKey:  c.config.routingKey,
+		MessageType: "status-probe",
+		Transient:   true,
+	}
+	if _, err = writer.Write(ctx, probe); err == nil {
+		err = writer.Commit()
+	}
+	if err != nil {
+		c.sever(true)
+		return fmt.Errorf("status: probe to exchange %q: %w", c.config.topic, err)
+	}
+	return nil
+}
+
+func (c *Checker) ensureWriter(ctx context.Context) (messaging.CommitWriter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writer != nil {
+		return c.writer, nil
+	}
+	if c.connection == nil {
+		connection, err := c.config.connector.Connect(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("status: connect to the broker: %w", err)
+		}
+		c.connection = connection
+	}
+	writer, err := c.connection.CommitWriter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("status: open a channel: %w", err)
+	}
+	c.writer = writer
+	return writer, nil
+}
+
+// sever closes the probe's connection, which makes a pending broker call
+// return; the next probe redials. When the caller cannot wait (its context has
+// ended), the close runs in the background, bounded by the transport's own
+// close timeout.
+func (c *Checker) sever(wait bool) {
+	c.mu.Lock()
+	connection := c.connection
+	c.connection, c.writer = nil, nil
+	c.mu.Unlock()
+	if connection == nil {
+		return
+	}
+	if wait {
+		_ = connection.Close()
+		return
+	}
+	go func() { _ = connection.Close() }()
+}
+
+func (c *Checker) judge(err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.failingSince = time.Time{}
+		return nil
+	}
+	if permanent(err) {
+		return err
+	}
+	now := c.config.now()
+	if c.failingSince.IsZero() {
+		c.failingSince = now
+	}
+	failingFor := now.Sub(c.failingSince)
+	if failingFor < c.config.failureTolerance {
+		c.config.logger.Warn("Broker status probe failed; tolerating it inside the failure window.",
+			"error", err, "failing_for", failingFor, "window", c.config.failureTolerance)
+		return nil
+	}
+	return fmt.Errorf("status: probes have failed for %s (window %s): %w", failingFor.Round(time.Millisecond), c.config.failureTolerance, err)
+}
+
+// permanent reports the broker refusals that no wait will fix: ACCESS_REFUSED
+// (403, bad credentials or permissions), NOT_ALLOWED (530, missing vhost) and
+// NOT_FOUND (404, missing probe exchange).
+func permanent(err error) bool {
+	var amqpErr *amqp.Error
+	if !errors.As(err, &amqpErr) {
+		return false
+	}
+	switch amqpErr.Code {
+	case amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound:
+		return true
+	}
+	return false
+}
+
+// Close releases the probe's connection.
+func (c *Checker) Close() error {
+	c.mu.Lock()
+	connection := c.connection
+	c.connection, c.writer = nil, nil
+	c.mu.Unlock()
+	if connection != nil {
+		return connection.Close()
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestCheckerFixture(t *testing.T) {
+	gunit.Run(new(CheckerFixture), t)
+}
+
+type CheckerFixture struct {
+	*gunit.Fixture
+	connector *fakeConnector
+	now       time.Time
+	logs      *bytes.Buffer
+	checker   *Checker
+}
+
+func (f *CheckerFixture) Setup() {
+	f.connector = newFakeConnector()
+	f.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f.logs = &bytes.Buffer{}
+	f.checker = New(
+		Options.Connector(f.connector),
+		Options.FailureTolerance(30*time.Second),
+		Options.SeverTimeout(5*time.Millisecond),
+		Options.Logger(slog.New(slog.NewTextHandler(f.logs, nil))),
+		Options.Now(func() time.Time { return f.now }),
+	)
+}
+
+func (f *CheckerFixture) TestHealthyBrokerIsNil() {
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.So(f.connector.published, should.Equal, 1)
+	f.So(f.connector.lastDispatch.Topic, should.Equal, "amq.direct")
+	f.So(f.connector.lastDispatch.Mandatory, should.BeFalse)
+}
+
+func (f *CheckerFixture) TestConnectionIsReusedBetweenHealthyProbes() {
+	_ = f.checker.Status(context.Background())
+	_ = f.checker.Status(context.Background())
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
+func (f *CheckerFixture) TestFailureInsideTheWindowIsToleratedAndLogged() {
+	f.connector.commitErr = errors.New("broker restarting")
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.now = f.now.Add(29 * time.Second)
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.So(f.logs.String(), should.ContainSubstring, "broker restarting")
+}
+
+func (f *CheckerFixture) TestFailurePastTheWindowIsReturned() {
+	f.connector.commitErr = errors.New("broker restarting")
+	_ = f.checker.Status(context.Background())
+	f.now = f.now.Add(31 * time.Second)
+	err := f.checker.Status(context.Background())
+	f.So(err, should.Wrap, f.connector.commitErr)
+	f.So(err.Error(), should.ContainSubstring, "window 30s")
+}
+
+func (f *CheckerFixture) TestFailedProbeRedialsNextTime() {
+	f.connector.commitErr = errors.New("channel closed")
+	_ = f.checker.Status(context.Background())
+	f.So(f.connector.closed, should.Equal, 1)
+	f.connector.commitErr = nil
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *CheckerFixture) TestSuccessResetsTheWindow() {
+	f.connector.commitErr = errors.New("blip")
+	_ = f.checker.Status(context.Background())
+	f.connector.commitErr = nil
+	f.now = f.now.Add(20 * time.Second)
+	_ = f.checker.Status(context.Background())
+	f.connector.commitErr = errors.New("blip again")
+	f.now = f.now.Add(20 * time.Second)
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+}
+
+func (f *CheckerFixture) TestPermanentRefusalsBypassTheWindow() {
+	for _, code := range []int{amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound} {
+		f.connector.commitErr = fmt.Errorf("publish: %w", &amqp.Error{Code: code, Reason: "refused"})
+		err := f.checker.Status(context.Background())
+		f.So(err, should.NotBeNil)
+		var amqpErr *amqp.Error
+		f.So(errors.As(err, &amqpErr), should.BeTrue)
+		f.So(amqpErr.Code, should.Equal, code)
+	}
+}
+
+func (f *CheckerFixture) TestConnectRefusalBypassesTheWindow() {
+	f.connector.connectErr = &amqp.Error{Code: amqp.AccessRefused, Reason: "ACCESS_REFUSED"}
+	f.So(f.checker.Status(context.Background()), should.NotBeNil)
+}
+
+func (f *CheckerFixture) TestBlockedConnectionIsNamedInTheError() {
+	f.connector.commitErr = fmt.Errorf("%w (reason: low on memory)", messaging.ErrPublishingPaused)
+	_ = f.checker.Status(context.Background())
+	f.now = f.now.Add(time.Minute)
+	err := f.checker.Status(context.Background())
+	f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "low on memory")
+}
+
+func (f *CheckerFixture) TestDeadlinePassingFirstSeversTheConnection() {
+	f.connector.block = true
+	f.now = f.now.Add(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-f.connector.commitStarted
+		cancel()
+	}()
+	f.checker.config.failureTolerance = time.Nanosecond // report the first failure
+	f.now = f.now.Add(time.Second)
+	err := f.checker.run(ctx)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(errors.Is(err, errSevered), should.BeTrue)
+	f.So(f.connector.closedCount(), should.Equal, 1)
+}
+
+func (f *CheckerFixture) TestProbeIgnoringTheSeverIsAbandonedAfterTheSeverTimeout() {
+	f.connector.block = true
+	f.connector.ignoreSever = true
+	defer close(f.connector.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-f.connector.commitStarted
+		cancel()
+	}()
+	err := f.checker.run(ctx)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "did not return within 5ms")
+}
+
+func (f *CheckerFixture) TestWithoutConnector() {
+	f.So(New().Status(context.Background()), should.Equal, ErrNoConnector)
+}
+
+var errSevered = errors.New("connection severed")
+
+type fakeConnector struct {
+	mu            sync.Mutex
+	connects      int
+	closed        int
+	published     int
+	lastDispatch  messaging.Dispatch
+	connectErr    error
+	commitErr     error
+	block         bool
+	ignoreSever   bool
+	commitStarted chan struct{}
+	release       chan struct{}
+	severed       chan struct{}
+}
+
+func newFakeConnector() *fakeConnector {
+	return &fakeConnector{commitStarted: make(chan struct{}, 1), release: make(chan struct{}), severed: make(chan struct{}, 8)}
+}
+
+func (c *fakeConnector) closedCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
+	c.connects++
+	if c.connectErr != nil {
+		return nil, c.connectErr
+	}
+	return &fakeConnection{connector: c}, nil
+}
+func (c *fakeConnector) Close() error { return nil }
+
+type fakeConnection struct{ connector *fakeConnector }
+
+func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) { return nil, nil }
+func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) { return nil, nil }
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return &fakeWriter{connector: c.connector}, nil
+}
+func (c *fakeConnection) Close() error {
+	c.connector.mu.Lock()
+	c.connector.closed++
+	c.connector.mu.Unlock()
+	c.connector.severed <- struct{}{}
+	return nil
+}
+
+type fakeWriter struct{ connector *fakeConnector }
+
+func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.connector.published += len(dispatches)
+	w.connector.lastDispatch = dispatches[0]
+	return len(dispatches), nil
+}
+func (w *fakeWriter) Commit() error {
+	if !w.connector.block {
+		return w.connector.commitErr
+	}
+	w.connector.commitStarted <- struct{}{}
+	if w.connector.ignoreSever {
+		<-w.connector.release
+		return errSevered
+	}
+	<-w.connector.severed
+	return errSevered
+}
+func (w *fakeWriter) Rollback() error { return nil }
+func (w *fakeWriter) Close() error    { return nil }
