@@ -1,0 +1,182 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+type fakeConnector struct {
+	mu          sync.Mutex
+	connects    int
+	declarer    bool
+	connectErr  error
+	writeErr    error
+	commitErr   error
+	declareErr  error
+	published   []messaging.Dispatch
+	contexts    []context.Context
+	declared    []string
+	connections []*fakeConnection
+}
+
+func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.connects++
+	if c.connectErr != nil {
+		return nil, c.connectErr
+	}
+	connection := &fakeConnection{connector: c}
+	c.connections = append(c.connections, connection)
+	if c.declarer {
+		return &declaringConnection{fakeConnection: connection}, nil
+	}
+	return connection, nil
+}
+
+func (c *fakeConnector) Close() error { return nil }
+
+func (c *fakeConnector) dispatches() []messaging.Dispatch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]messaging.Dispatch(nil), c.published...)
+}
+
+// targets lists "routing key: error" per published dispatch.
+func (c *fakeConnector) targets() []string {
+	var out []string
+	for _, d := range c.dispatches() {
+		out = append(out, fmt.Sprintf("%s %s: %s", d.RoutingKey, d.MessageID, d.Error))
+	}
+	return out
+}
+
+type fakeConnection struct {
+	connector *fakeConnector
+	closed    bool
+}
+
+func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
+	return nil, errors.New("not supported")
+}
+func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
+	return nil, errors.New("not supported")
+}
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return &fakeWriter{connector: c.connector}, nil
+}
+func (c *fakeConnection) Close() error {
+	c.connector.mu.Lock()
+	defer c.connector.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+type declaringConnection struct{ *fakeConnection }
+
+func (c *declaringConnection) DeclareRetryRung(_ context.Context, queue string, delay time.Duration) error {
+	c.connector.mu.Lock()
+	defer c.connector.mu.Unlock()
+	if c.connector.declareErr != nil {
+		return c.connector.declareErr
+	}
+	c.connector.declared = append(c.connector.declared, fmt.Sprintf("%s %s", queue, delay))
+	return nil
+}
+
+type fakeWriter struct {
+	connector *fakeConnector
+	pending   []messaging.Dispatch
+}
+
+func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	w.connector.contexts = append(w.connector.contexts, ctx)
+	if w.connector.writeErr != nil {
+		return 0, w.connector.writeErr
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	w.pending = append(w.pending, dispatches...)
+	return len(dispatches), nil
+}
+
+func (w *fakeWriter) Commit() error {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	if w.connector.commitErr != nil {
+		w.pending = nil
+		return w.connector.commitErr
+	}
+	w.connector.published = append(w.connector.published, w.pending...)
+	w.pending = nil
+	return nil
+}
+
+func (w *fakeWriter) Rollback() error { w.pending = nil; return nil }
+func (w *fakeWriter) Close() error    { return nil }
+
+// fakeInner records each call and runs an optional behaviour.
+type fakeInner struct {
+	mu     sync.Mutex
+	calls  [][]any
+	action func(ctx context.Context, messages []any)
+}
+
+func (h *fakeInner) Handle(ctx context.Context, messages ...any) {
+	h.mu.Lock()
+	h.calls = append(h.calls, messages)
+	h.mu.Unlock()
+	if h.action != nil {
+		h.action(ctx, messages)
+	}
+}
+
+type fakeMonitor struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (m *fakeMonitor) Settled(queue, action, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, queue+" "+action+" "+reason)
+}
+
+type fakeSleeper struct {
+	slept []time.Duration
+	fail  bool
+}
+
+func (s *fakeSleeper) sleep(ctx context.Context, d time.Duration) bool {
+	s.slept = append(s.slept, d)
+	return !s.fail && ctx.Err() == nil
+}
+
+func delivery(id string) messaging.Delivery {
+	return messaging.Delivery{
+		DeliveryID:  uint64(len(id)),
+		SourceQueue: "q",
+		MessageID:   id,
+		MessageType: "order",
+		ContentType: "application/json",
+		Attempt:     1,
+		Headers:     map[string]any{"x-app": "v"},
+		Payload:     []byte(`{"id":"` + id + `"}`),
+		Message:     id,
+	}
+}
+
+// recovered runs f and returns what it panicked with.
+func recovered(f func()) (value any) {
+	defer func() { value = recover() }()
+	f()
+	return nil
+}

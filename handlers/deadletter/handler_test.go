@@ -1,0 +1,192 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+	"github.com/warrenmq/messaging"
+)
+
+func TestHandlerFixture(t *testing.T) {
+	gunit.Run(new(HandlerFixture), t)
+}
+
+type HandlerFixture struct {
+	*gunit.Fixture
+	connector *fakeConnector
+	inner     *fakeInner
+	monitor   *fakeMonitor
+	sleeper   *fakeSleeper
+}
+
+func (f *HandlerFixture) Setup() {
+	f.connector = &fakeConnector{}
+	f.inner = &fakeInner{}
+	f.monitor = &fakeMonitor{}
+	f.sleeper = &fakeSleeper{}
+}
+
+func (f *HandlerFixture) handler(options ...option) messaging.Handler {
+	return New(f.connector, f.inner, append([]option{
+		Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+	}, options...)...)
+}
+
+func panicsWith(text string) func() any {
+	return func() any { panic(errors.New(text)) }
+}
+
+func (f *HandlerFixture) TestAValueThatIsNotADeliveryIsAWiringMistake() {
+	value := recovered(func() { f.handler().Handle(context.Background(), "plain message") })
+	f.So(value, should.ContainSubstring, "FullDeliveryToHandler(true)")
+	f.So(f.inner.calls, should.BeEmpty)
+}
+
+func (f *HandlerFixture) TestHandledBatchIsAcceptedAndPassesMessages() {
+	f.handler().Handle(context.Background(), delivery("a"), delivery("bb"))
+	f.So(f.inner.calls, should.Equal, [][]any{{"a", "bb"}})
+	f.So(f.connector.dispatches(), should.BeEmpty)
+	f.So(f.connector.connects, should.Equal, 0)
+	f.So(f.monitor.events, should.Equal, []string{"q accepted ", "q accepted "})
+}
+
+func (f *HandlerFixture) TestFullDeliveryPassesDeliveries() {
+	f.handler(Options.FullDelivery(true)).Handle(context.Background(), delivery("a"))
+	f.So(f.inner.calls, should.Equal, [][]any{{delivery("a")}})
+}
+
+func (f *HandlerFixture) TestUndecodableIsParkedBeforeTheHandlerRuns() {
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("invalid character 'x'")
+	f.handler().Handle(context.Background(), delivery("a"), bad)
+	f.So(f.inner.calls, should.Equal, [][]any{{"a"}})
+	f.So(f.connector.targets(), should.Equal, []string{"q.parked bad: could not be decoded: invalid character 'x'"})
+	f.So(f.monitor.events, should.Equal, []string{"q parked could not be decoded: invalid character 'x'", "q accepted "})
+}
+
+func (f *HandlerFixture) TestSetAsideCopyIsTheOriginalMessage() {
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("nope")
+	bad.CorrelationID = "corr"
+	f.handler().Handle(context.Background(), bad)
+	expected := bad.Redispatch("q.parked")
+	expected.Error = "could not be decoded: nope"
+	f.So(f.connector.dispatches(), should.Equal, []messaging.Dispatch{expected})
+	f.So(expected.Mandatory, should.BeTrue)
+	f.So(expected.Topic, should.Equal, "")
+	f.So(string(expected.Payload), should.Equal, `{"id":"bad"}`)
+}
+
+func (f *HandlerFixture) TestADecodersOwnWordingIsNotPrefixedTwice() {
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("could not be decoded: message type \"x\" is not registered")
+	f.handler().Handle(context.Background(), bad)
+	f.So(f.connector.targets(), should.Equal, []string{`q.parked bad: could not be decoded: message type "x" is not registered`})
+}
+
+func (f *HandlerFixture) TestFilteredIsNeitherHandledNorParked() {
+	filtered := delivery("f")
+	filtered.Undecodable = fmt.Errorf("type x: %w", messaging.ErrFiltered)
+	f.handler().Handle(context.Background(), filtered)
+	f.So(f.inner.calls, should.BeEmpty)
+	f.So(f.connector.dispatches(), should.BeEmpty)
+}
+
+func (f *HandlerFixture) TestReasonWording() {
+	cases := []struct {
+		options []option
+		value   any
+		reason  string
+	}{
+		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), "exhausted 3 attempts: boom"},
+		{[]option{Options.MaxAttempts(1)}, errors.New("boom"), "exhausted 1 attempt: boom"},
+		{nil, errors.New("boom"), "the handler failed: boom"},
+		{nil, "plain text", "the handler failed: plain text"},
+		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad %d", 7), "the handler reported an unprocessable message: bad 7"},
+		{nil, fmt.Errorf("wrapped: %w", messaging.Fatal(errors.New("bad"))), "the handler reported an unprocessable message: wrapped: bad"},
+	}
+	for _, c := range cases {
+		connector := &fakeConnector{}
+		value := c.value
+		inner := messaging.HandlerFunc(func(context.Context, ...any) { panic(value) })
+		New(connector, inner, c.options...).Handle(context.Background(), delivery("a"))
+		f.So(connector.targets(), should.Equal, []string{"q.dlq a: " + c.reason})
+	}
+	f.So(rejected(nil), should.Equal, "no reason given")
+}
+
+func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
+	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
+	f.handler(Options.MaxAttempts(2)).Handle(context.Background(), delivery("a"))
+	f.So(len(f.inner.calls), should.Equal, 1)
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 2 attempts: boom"})
+	f.So(f.monitor.events, should.Equal, []string{"q dead_lettered exhausted 2 attempts: boom"})
+}
+
+func (f *HandlerFixture) TestPoisonIsIsolatedFromItsNeighbours() {
+	f.inner.action = func(_ context.Context, messages []any) {
+		for _, m := range messages {
+			if m == "poison" {
+				panic(errors.New("cannot handle poison"))
+			}
+		}
+	}
+	f.handler().Handle(context.Background(), delivery("a"), delivery("poison"), delivery("c"))
+	f.So(f.inner.calls, should.Equal, [][]any{{"a", "poison", "c"}, {"a"}, {"poison"}, {"c"}})
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq poison: the handler failed: cannot handle poison"})
+	f.So(f.monitor.events, should.Equal, []string{
+		"q dead_lettered the handler failed: cannot handle poison", "q accepted ", "q accepted ",
+	})
+}
+
+func (f *HandlerFixture) TestAFailedRepublishPanicsSoTheBatchIsNotAcknowledged() {
+	f.connector.commitErr = fmt.Errorf("commit: %w", messaging.ErrUnroutable)
+	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
+	handler := f.handler()
+	value := recovered(func() { handler.Handle(context.Background(), delivery("a")) })
+	err, isError := value.(error)
+	f.So(isError, should.BeTrue)
+	f.So(errors.Is(err, messaging.ErrUnroutable), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "not acknowledged")
+	f.So(f.monitor.events[0], should.StartWith, "q set_aside_failed ")
+
+	f.connector.commitErr = nil // the next attempt redials and lands
+	handler.Handle(context.Background(), delivery("a"))
+	f.So(f.connector.connects, should.Equal, 2)
+	f.So(f.connector.connections[0].closed, should.BeTrue)
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler failed: boom"})
+}
+
+func (f *HandlerFixture) TestAFailedConnectPanics() {
+	f.connector.connectErr = errors.New("refused")
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("nope")
+	value := recovered(func() { f.handler().Handle(context.Background(), bad) })
+	f.So(fmt.Sprint(value), should.ContainSubstring, "refused")
+}
+
+func (f *HandlerFixture) TestTheSetAsidePublishIgnoresTheHandlersCancellation() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("nope")
+	f.handler(Options.PublishTimeout(time.Minute)).Handle(ctx, bad)
+	f.So(f.connector.targets(), should.Equal, []string{"q.parked bad: could not be decoded: nope"})
+	deadline, ok := f.connector.contexts[0].Deadline()
+	f.So(ok, should.BeTrue)
+	f.So(time.Until(deadline), should.BeBetween, 50*time.Second, time.Minute+time.Second)
+}
+
+func (f *HandlerFixture) TestAFailureDuringShutdownIsReraisedNotSetAside() {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.inner.action = func(context.Context, []any) { cancel(); panic(context.Canceled) }
+	value := recovered(func() { f.handler().Handle(ctx, delivery("a"), delivery("bb")) })
+	f.So(value, should.Equal, context.Canceled)
+	f.So(len(f.inner.calls), should.Equal, 1)
+	f.So(f.connector.dispatches(), should.BeEmpty)
+}

@@ -1,0 +1,32 @@
+package deadletter
+
+// Actions reported to Monitor.Settled.
+const (
+	// ActionAccepted: the inner handler returned normally; the delivery is
+	// acknowledged.
+	ActionAccepted = "accepted"
+	// ActionRetried: republished to its queue with x-acemq-attempt+1 (or to a
+	// retry rung that returns it there).
+	ActionRetried = "retried"
+	// ActionDeadLettered: republished to {queue}.dlq.
+	ActionDeadLettered = "dead_lettered"
+	// ActionParked: republished to {queue}.parked.
+	ActionParked = "parked"
+	// ActionInProgress: republished to its queue with the attempt unchanged.
+	ActionInProgress = "in_progress"
+	// ActionSetAsideFailed: a republish failed; the delivery is not
+	// acknowledged and the broker redelivers it.
+	ActionSetAsideFailed = "set_aside_failed"
+)
+
+// Monitor receives one Settled call per delivery and decision: queue is the
+// source queue, action one of the Action constants, reason the text written to
+// x-acemq-error (empty for accepted, retried and in-progress; for
+// set_aside_failed it is the publish error).
+type Monitor interface {
+	Settled(queue, action, reason string)
+}
+
+type nopMonitor struct{}
+
+func (nopMonitor) Settled(string, string, string) {}

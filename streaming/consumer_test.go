@@ -1,0 +1,419 @@
+package streaming
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+	"github.com/warrenmq/messaging"
+)
+
+func TestConsumerFixture(t *testing.T) {
+	gunit.Run(new(ConsumerFixture), t)
+}
+
+type ConsumerFixture struct {
+	*gunit.Fixture
+	connector *fakeConnector
+	streams   chan *fakeStream
+	stream    *fakeStream
+	handler   *fakeHandler
+	monitor   *fakeMonitor
+	clock     *fakeClock
+	logs      *logBuffer
+	consumer  messaging.ListenCloser
+	listened  chan struct{}
+}
+
+func (f *ConsumerFixture) Setup() {
+	f.stream = newFakeStream()
+	f.streams = make(chan *fakeStream, 10)
+	f.streams <- f.stream
+	f.connector = &fakeConnector{streamFor: func(string) (*fakeStream, error) {
+		select {
+		case stream := <-f.streams:
+			return stream, nil
+		default:
+			return nil, errors.New("no stream scripted")
+		}
+	}}
+	f.handler = newBlockingHandler()
+	f.monitor = &fakeMonitor{}
+	f.clock = newFakeClock()
+	f.logs = &logBuffer{}
+}
+
+func (f *ConsumerFixture) Teardown() {
+	if f.consumer != nil {
+		_ = f.consumer.Close()
+		<-f.listened
+	}
+}
+
+func (f *ConsumerFixture) listen(options ...subscriptionOption) {
+	f.listenAll(NewSubscription("q", append([]subscriptionOption{
+		SubscriptionOptions.AddWorkers(f.handler),
+	}, options...)...))
+}
+
+func (f *ConsumerFixture) listenAll(subscriptions ...*Subscription) {
+	f.consumer = New(f.connector,
+		Options.Subscriptions(subscriptions...),
+		Options.Monitor(f.monitor),
+		Options.Logger(f.logs.logger()),
+		withClock(f.clock),
+	)
+	f.listened = make(chan struct{})
+	go func() {
+		defer close(f.listened)
+		f.consumer.Listen()
+	}()
+}
+
+// closeAsync starts Close and returns a channel closed when it returns.
+func (f *ConsumerFixture) closeAsync() chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.consumer.Close()
+	}()
+	return done
+}
+
+func (f *ConsumerFixture) TestStreamConfigComesFromTheSubscriptionOptions() {
+	f.listen(
+		SubscriptionOptions.Name("consumer"),
+		SubscriptionOptions.Topics("a", "b"),
+		SubscriptionOptions.BufferCapacity(10),
+		SubscriptionOptions.BatchCapacity(5),
+		SubscriptionOptions.StreamReplication(true),
+	)
+	eventually(f.T(), f.stream.waiting(0))
+	f.So(f.connector.configs, should.Equal, []messaging.StreamConfig{{
+		StreamName: "q", ConsumerName: "consumer", Topics: []string{"a", "b"},
+		EstablishTopology: true, Replication: true, DeadLetters: true,
+		BufferCapacity: 10, BatchCapacity: 5,
+	}})
+}
+
+func (f *ConsumerFixture) TestDefaultsAndFullThrottle() {
+	s := NewSubscription("q")
+	f.So(s.bufferCapacity, should.Equal, 1)
+	f.So(s.batchCapacity, should.Equal, 1)
+	f.So(s.reconnectDelay, should.Equal, 5*time.Second)
+	f.So(s.strategy, should.Equal, ShutdownStrategyDrain)
+	f.So(s.shutdownTimeout, should.Equal, 5*time.Second)
+	f.So(s.establishTopology, should.BeTrue)
+	f.So(s.deadLetters, should.BeTrue)
+
+	s = NewSubscription("q", SubscriptionOptions.FullThrottle(),
+		SubscriptionOptions.ReconnectDelay(-1), SubscriptionOptions.ShutdownStrategy(ShutdownStrategyCurrentBatch, 0),
+		SubscriptionOptions.DeadLetters(false), SubscriptionOptions.EstablishTopology(false))
+	f.So(s.bufferCapacity, should.Equal, 65535)
+	f.So(s.batchCapacity, should.Equal, 65535)
+	f.So(s.reconnectDelay, should.Equal, 5*time.Second)
+	f.So(s.shutdownTimeout, should.Equal, 5*time.Second)
+	f.So(s.strategy, should.Equal, ShutdownStrategyCurrentBatch)
+	f.So(s.deadLetters, should.BeFalse)
+	f.So(s.establishTopology, should.BeFalse)
+}
+
+func (f *ConsumerFixture) TestBatchesNeverWaitToFill() {
+	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+	f.stream.push(delivery("1"))
+	f.So(<-f.handler.entered, should.Equal, 1)
+	f.stream.push(delivery("2"), delivery("3"), delivery("4"))
+	eventually(f.T(), f.stream.waiting(4))
+	f.handler.release()
+	f.So(<-f.handler.entered, should.Equal, 2)
+	f.handler.release()
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 2 })
+
+	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3", "4"}})
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}, {"2", "3", "4"}})
+}
+
+func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
+	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(2))
+	f.stream.push(delivery("1"))
+	<-f.handler.entered
+	f.stream.push(delivery("2"), delivery("3"), delivery("4"))
+	eventually(f.T(), f.stream.waiting(4))
+	f.handler.release()
+	<-f.handler.entered
+	f.handler.release()
+	<-f.handler.entered
+	f.handler.release()
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 3 })
+	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3"}, {"4"}})
+}
+
+func (f *ConsumerFixture) TestAcknowledgesOnlyAfterHandleReturns() {
+	f.listen()
+	f.stream.push(delivery("1"))
+	<-f.handler.entered
+	eventually(f.T(), f.stream.waiting(1))
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+	f.handler.release()
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+}
+
+func (f *ConsumerFixture) TestFullDeliveryToHandler() {
+	f.handler = &fakeHandler{}
+	f.listen(SubscriptionOptions.FullDeliveryToHandler(true))
+	f.stream.push(delivery("1"))
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
+	f.So(f.handler.handled(), should.Equal, [][]any{{delivery("1")}})
+}
+
+func (f *ConsumerFixture) TestFilteredDeliveriesAreAcknowledgedWithoutHandling() {
+	f.handler = &fakeHandler{}
+	filtered := delivery("filtered")
+	filtered.Undecodable = errors.Join(errors.New("type x"), messaging.ErrFiltered)
+	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+	f.stream.push(filtered)
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
+	f.So(f.handler.handled(), should.BeEmpty)
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"filtered"}})
+}
+
+func (f *ConsumerFixture) TestMonitorAndLogsForALiveSession() {
+	f.handler = &fakeHandler{}
+	f.listen()
+	f.stream.push(delivery("1"))
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
+	_ = f.consumer.Close()
+	f.So(f.monitor.list(), should.Equal, []string{
+		"opened q <nil>",
+		"handled q 1",
+		"acknowledged q 1 <nil>",
+		"closed q",
+	})
+	f.So(f.stream.isClosed(), should.BeTrue)
+	f.So(f.connector.connections[0].isClosed(), should.BeTrue)
+}
+
+func (f *ConsumerFixture) TestDrainHandlesWhatIsBufferedThenStops() {
+	f.listen(SubscriptionOptions.BufferCapacity(5))
+	f.stream.push(delivery("1"), delivery("2"), delivery("3"), delivery("4"))
+	<-f.handler.entered
+	eventually(f.T(), f.stream.waiting(4))
+	closed := f.closeAsync()
+	eventually(f.T(), f.stream.readEnded)
+	for range 3 {
+		f.handler.release()
+		<-f.handler.entered
+	}
+	f.handler.release()
+	<-closed
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}, {"2"}, {"3"}, {"4"}})
+	f.So(f.monitor.list(), should.NotContain, "forced q")
+	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second})
+}
+
+func (f *ConsumerFixture) TestCurrentBatchFinishesTheBatchInProgressOnly() {
+	f.listen(SubscriptionOptions.BufferCapacity(5),
+		SubscriptionOptions.ShutdownStrategy(ShutdownStrategyCurrentBatch, time.Second))
+	f.stream.push(delivery("1"), delivery("2"), delivery("3"))
+	<-f.handler.entered
+	eventually(f.T(), f.stream.waiting(3))
+	closed := f.closeAsync()
+	eventually(f.T(), f.stream.readEnded)
+	f.handler.release()
+	<-closed
+	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}})
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+	f.So(f.clock.requested(), should.Equal, []time.Duration{time.Second})
+}
+
+func (f *ConsumerFixture) TestImmediateCancelsTheHandlerAndStopsBeforeTheNextBatch() {
+	f.handler = &fakeHandler{awaitCtx: true, entered: make(chan int, 10)}
+	f.listen(SubscriptionOptions.BufferCapacity(5),
+		SubscriptionOptions.ShutdownStrategy(ShutdownStrategyImmediate, 0))
+	f.stream.push(delivery("1"), delivery("2"))
+	<-f.handler.entered
+	eventually(f.T(), f.stream.waiting(2))
+	<-f.closeAsync()
+	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}})
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+	f.So(f.monitor.list(), should.NotContain, "forced q")
+}
+
+func (f *ConsumerFixture) TestShutdownTimeoutCancelsTheHandlerAndReportsIt() {
+	f.handler = &fakeHandler{awaitCtx: true, entered: make(chan int, 10)}
+	f.listen()
+	f.stream.push(delivery("1"))
+	<-f.handler.entered
+	closed := f.closeAsync()
+	eventually(f.T(), f.stream.readEnded)
+	f.So(f.handler.contexts[0].Err(), should.BeNil)
+	f.clock.fire(f.T(), 0)
+	<-closed
+	f.So(f.handler.contexts[0].Err(), should.Equal, context.Canceled)
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+	f.So(f.monitor.list(), should.Contain, "forced q")
+	f.So(f.logs.String(), should.ContainSubstring,
+		"Workers on stream [q] did not conclude within [5s] of shutdown; abandoning in-flight deliveries.")
+}
+
+func (f *ConsumerFixture) TestAHandlerThatIgnoresCancellationIsAbandonedAfterTheGrace() {
+	f.listen()
+	f.stream.push(delivery("1"))
+	<-f.handler.entered
+	closed := f.closeAsync()
+	f.clock.fire(f.T(), 0) // shutdown timeout
+	f.clock.fire(f.T(), 1) // grace
+	<-closed
+	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second, time.Second})
+	f.So(f.logs.String(), should.ContainSubstring, "ignored its cancelled context")
+	f.handler.release() // the abandoned handler returns; its acknowledgement is refused
+	eventually(f.T(), func() bool {
+		return strings.Contains(strings.Join(f.monitor.list(), "\n"), "acknowledged q 1 context canceled")
+	})
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+}
+
+func (f *ConsumerFixture) TestReconnectBacksOffWithoutSleeping() {
+	f.connector.connectErrs = []error{errors.New("refused"), errors.New("refused"), errors.New("refused"), errors.New("refused")}
+	f.listen(SubscriptionOptions.ReconnectDelay(10 * time.Second))
+	var delays []time.Duration
+	for range 4 {
+		delays = append(delays, <-f.clock.sleeps)
+		f.clock.wake <- true
+	}
+	f.So(delays, should.Equal, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second})
+	// the fifth attempt connects; a healthy session resets the backoff
+	f.stream.push(delivery("1"))
+	f.handler.release()
+	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
+	f.stream.fail(errors.New("connection reset"))
+	f.So(<-f.clock.sleeps, should.Equal, 10*time.Second)
+	f.So(f.logs.String(), should.ContainSubstring, "Unable to open connection for stream [q] [open connection: refused]")
+	f.So(f.logs.String(), should.ContainSubstring, "Stream [q] ended [connection reset]")
+	f.So(f.logs.String(), should.ContainSubstring, "Subscription to stream [q] concluded; reconnecting in [10s].")
+	f.So(f.monitor.list()[0], should.Equal, "opened q open connection: refused")
+	f.So(f.stream.isClosed(), should.BeTrue)
+}
+
+func (f *ConsumerFixture) TestBackoffCapIsTheDelayWhenLarger() {
+	r := &runner{subscription: NewSubscription("q", SubscriptionOptions.ReconnectDelay(time.Minute))}
+	f.So(r.nextDelay(false), should.Equal, time.Minute)
+	f.So(r.nextDelay(false), should.Equal, time.Minute)
+	r = &runner{subscription: NewSubscription("q", SubscriptionOptions.ReconnectDelay(time.Second))}
+	var got []time.Duration
+	for range 8 {
+		got = append(got, r.nextDelay(false))
+	}
+	f.So(got, should.Equal, []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second})
+	f.So(r.nextDelay(true), should.Equal, time.Second)
+}
+
+func (f *ConsumerFixture) TestStreamOpenFailuresAreReportedAndRetried() {
+	f.streams = make(chan *fakeStream) // nothing scripted: Stream fails
+	f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
+	f.So(<-f.clock.sleeps, should.Equal, time.Second)
+	f.So(f.monitor.list(), should.Equal, []string{"opened q open stream: no stream scripted"})
+	f.So(f.logs.String(), should.ContainSubstring, "Unable to open stream [q] [open stream: no stream scripted]")
+	f.So(f.connector.connections[0].isClosed(), should.BeTrue)
+}
+
+func (f *ConsumerFixture) TestAPanicIsNotAcknowledgedAndEndsTheSession() {
+	f.handler = &fakeHandler{panicOn: func([]any) any { return "boom" }}
+	second := newFakeStream()
+	f.streams <- second
+	f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
+	f.stream.push(delivery("1"))
+	f.So(<-f.clock.sleeps, should.Equal, time.Second)
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+	f.So(f.stream.isClosed(), should.BeTrue)
+	f.So(f.connector.connections[0].isClosed(), should.BeTrue)
+	logs := f.logs.String()
+	f.So(logs, should.ContainSubstring, "Handler on stream [q] panicked [boom]")
+	f.So(logs, should.ContainSubstring, "level=ERROR")
+	f.So(logs, should.ContainSubstring, "stack=")
+	f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "closed q"})
+
+	f.handler.panicOn = nil
+	f.clock.wake <- true
+	second.push(delivery("1"))
+	eventually(f.T(), func() bool { return len(second.ackedIDs()) == 1 })
+}
+
+func (f *ConsumerFixture) TestAFailedAcknowledgementEndsTheSession() {
+	f.handler = &fakeHandler{}
+	f.stream.ackErr = errors.New("channel closed")
+	f.listen()
+	f.stream.push(delivery("1"))
+	<-f.clock.sleeps
+	f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "acknowledged q 1 channel closed", "closed q"})
+	f.So(f.logs.String(), should.ContainSubstring,
+		"Unable to acknowledge [1] delivery(ies) from stream [q] [channel closed]; the broker will redeliver them.")
+}
+
+func (f *ConsumerFixture) TestAFailureInOneSubscriptionDoesNotTouchAnother() {
+	streams := map[string][]*fakeStream{
+		"a": {newFakeStream(), newFakeStream()},
+		"b": {newFakeStream()},
+	}
+	opened := map[string]int{}
+	f.connector.streamFor = func(queue string) (*fakeStream, error) {
+		stream := streams[queue][opened[queue]]
+		opened[queue]++
+		return stream, nil
+	}
+	handlerA, handlerB := &fakeHandler{}, &fakeHandler{}
+	f.listenAll(
+		NewSubscription("a", SubscriptionOptions.AddWorkers(handlerA)),
+		NewSubscription("b", SubscriptionOptions.AddWorkers(handlerB)),
+	)
+	eventually(f.T(), streams["a"][0].waiting(0))
+	eventually(f.T(), streams["b"][0].waiting(0))
+	f.So(f.connector.connectionCount(), should.Equal, 2)
+
+	streams["a"][0].fail(errors.New("channel closed by broker"))
+	<-f.clock.sleeps
+	f.clock.wake <- true
+	eventually(f.T(), streams["a"][1].waiting(0))
+
+	f.So(f.connector.connectionCount(), should.Equal, 3)
+	f.So(streams["b"][0].isClosed(), should.BeFalse)
+	closedConnections := 0
+	for _, connection := range f.connector.connections {
+		if connection.isClosed() {
+			closedConnections++
+		}
+	}
+	f.So(closedConnections, should.Equal, 1)
+	streams["b"][0].push(delivery("b1"))
+	eventually(f.T(), func() bool { return len(streams["b"][0].ackedIDs()) == 1 })
+	f.So(strings.Count(strings.Join(f.monitor.list(), "\n"), "opened b"), should.Equal, 1)
+}
+
+func (f *ConsumerFixture) TestCloseBeforeListenAndTwice() {
+	consumer := New(f.connector, Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler))))
+	f.So(consumer.Close(), should.BeNil)
+	consumer.Listen() // returns at once
+	f.So(consumer.Close(), should.BeNil)
+	f.So(f.connector.connectionCount(), should.Equal, 0)
+}
+
+func (f *ConsumerFixture) TestParentContextEndsListen() {
+	ctx, cancel := context.WithCancel(context.Background())
+	consumer := New(f.connector, Options.Context(ctx),
+		Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(&fakeHandler{}))))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		consumer.Listen()
+	}()
+	eventually(f.T(), f.stream.waiting(0))
+	cancel()
+	<-done
+	f.So(f.stream.isClosed(), should.BeTrue)
+}

@@ -1,0 +1,42 @@
+// Package streaming is the consumer runtime: it opens one stream per
+// subscription, reads deliveries into a local buffer, gathers them into
+// opportunistic batches (take what is buffered, up to the batch capacity, never
+// wait to fill), hands each batch to a worker's messaging.Handler and
+// acknowledges the batch only after Handle returns.
+//
+// Each subscription owns its connection and its reconnect loop: a failure in one
+// subscription never restarts another. After a session ends for any reason other
+// than shutdown, the subscription waits its ReconnectDelay and reopens; the wait
+// doubles on consecutive failed sessions up to 30 s (or the delay itself when it
+// is larger) and returns to the configured delay after a healthy session.
+//
+// # Failure
+//
+// A handler fails by panicking. A panic that escapes the outermost handler is
+// not recovered into an acknowledgement: the runtime logs it at ERROR with the
+// panic value and the stack, does not acknowledge the batch, ends that
+// subscription's session (closing its stream, so the broker redelivers every
+// unacknowledged delivery) and reconnects after the delay. Unlike the seed, the
+// process is not crashed: a library must not take down its host, and closing
+// the stream gives the same at-least-once outcome. Wrap handlers in
+// handlers/retry and handlers/deadletter so that a poison message is set aside
+// instead of being redelivered for ever.
+//
+// A delivery whose Undecodable error wraps messaging.ErrFiltered is
+// acknowledged without being handed to a handler. Any other undecodable
+// delivery is handed over as it is; handlers/deadletter parks it.
+//
+// # Shutdown
+//
+// Close cancels the soft context: reading stops and workers finish according to
+// the subscription's ShutdownStrategy. ShutdownStrategyDrain handles what is
+// already buffered, ShutdownStrategyCurrentBatch finishes and acknowledges the
+// batch in progress, ShutdownStrategyImmediate cancels the handlers' context at
+// once and stops before the next batch (a batch whose Handle still returns
+// normally is acknowledged). When workers have not concluded within
+// the strategy's timeout, the hard context (the one Handle receives) is
+// cancelled, Monitor.ShutdownForced fires and a WARN is logged; the stream is
+// then closed and a handler that ignores its cancelled context is waited for at
+// most one further second before it is abandoned (its batch is never
+// acknowledged). Close returns after every subscription has ended.
+package streaming

@@ -1,0 +1,414 @@
+package streaming
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// eventually waits for condition to hold; the outcome does not depend on
+// timing, only on the condition eventually becoming true (or a test bug).
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func eventually(t fataler, condition func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !condition() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not reached within 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// ---- connector / connection / reader ----
+
+type fakeConnector struct {
+	mu          sync.Mutex
+	connectErrs []error // consumed one per Connect
+	streamFor   func(queue string) (*fakeStream, error)
+	connections []*fakeConnection
+	configs     []messaging.StreamConfig
+}
+
+func (c *fakeConnector) Connect(ctx context.Context) (messaging.Connection, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.connectErrs) > 0 {
+		err := c.connectErrs[0]
+		c.connectErrs = c.connectErrs[1:]
+		if err != nil {
+			return nil, err
+		}
+	}
+	connection := &fakeConnection{connector: c}
+	c.connections = append(c.connections, connection)
+	return connection, nil
+}
+
+func (c *fakeConnector) Close() error { return nil }
+
+func (c *fakeConnector) connectionCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.connections)
+}
+
+func (c *fakeConnector) stream(config messaging.StreamConfig) (*fakeStream, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.configs = append(c.configs, config)
+	return c.streamFor(config.StreamName)
+}
+
+type fakeConnection struct {
+	connector *fakeConnector
+	mu        sync.Mutex
+	closed    bool
+}
+
+func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
+	return &fakeReader{connector: c.connector}, nil
+}
+func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
+	return nil, errors.New("not supported")
+}
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return nil, errors.New("not supported")
+}
+func (c *fakeConnection) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+func (c *fakeConnection) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+type fakeReader struct{ connector *fakeConnector }
+
+func (r *fakeReader) Stream(_ context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
+	stream, err := r.connector.stream(config)
+	if err != nil {
+		return nil, err
+	}
+	return stream, nil
+}
+func (r *fakeReader) Close() error { return nil }
+
+// ---- stream ----
+
+type fakeStream struct {
+	mu        sync.Mutex
+	queue     []messaging.Delivery
+	failWith  error // returned by Read once the queue is empty
+	arrived   chan struct{}
+	reads     int // Read calls started
+	readsDone int // Read calls that returned an error
+	acks      [][]messaging.Delivery
+	ackErr    error
+	closed    bool
+	closedCh  chan struct{}
+}
+
+func newFakeStream(deliveries ...messaging.Delivery) *fakeStream {
+	return &fakeStream{queue: deliveries, arrived: make(chan struct{}, 1), closedCh: make(chan struct{})}
+}
+
+func (s *fakeStream) push(deliveries ...messaging.Delivery) {
+	s.mu.Lock()
+	s.queue = append(s.queue, deliveries...)
+	s.mu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+}
+
+func (s *fakeStream) fail(err error) {
+	s.mu.Lock()
+	s.failWith = err
+	s.mu.Unlock()
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+}
+
+func (s *fakeStream) Read(ctx context.Context, delivery *messaging.Delivery) error {
+	s.mu.Lock()
+	s.reads++
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if len(s.queue) > 0 {
+			*delivery = s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			return nil
+		}
+		if s.failWith != nil {
+			s.readsDone++
+			err := s.failWith
+			s.mu.Unlock()
+			return err
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.arrived:
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.readsDone++
+			s.mu.Unlock()
+			return ctx.Err()
+		case <-s.closedCh:
+			s.mu.Lock()
+			s.readsDone++
+			s.mu.Unlock()
+			return messaging.ErrClosed
+		}
+	}
+}
+
+func (s *fakeStream) Acknowledge(ctx context.Context, deliveries ...messaging.Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ackErr != nil {
+		return s.ackErr
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.acks = append(s.acks, append([]messaging.Delivery(nil), deliveries...))
+	return nil
+}
+
+func (s *fakeStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.closedCh)
+	}
+	return nil
+}
+
+// waiting reports whether the reader has read n deliveries and is blocked on
+// the next (so everything before is in the local buffer or a worker's hands).
+func (s *fakeStream) waiting(n int) func() bool {
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.reads == n+1 && len(s.queue) == 0
+	}
+}
+
+func (s *fakeStream) readEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readsDone > 0
+}
+
+func (s *fakeStream) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// ackedIDs lists the acknowledged batches by message id.
+func (s *fakeStream) ackedIDs() [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]string
+	for _, batch := range s.acks {
+		var ids []string
+		for _, d := range batch {
+			ids = append(ids, d.MessageID)
+		}
+		out = append(out, ids)
+	}
+	return out
+}
+
+func delivery(id string) messaging.Delivery {
+	return messaging.Delivery{MessageID: id, Message: id, SourceQueue: "q"}
+}
+
+// ---- handler ----
+
+type fakeHandler struct {
+	mu       sync.Mutex
+	batches  [][]any
+	contexts []context.Context
+	block    chan struct{} // when non-nil, each Handle waits for a release
+	entered  chan int      // receives the batch number when Handle starts
+	panicOn  func(messages []any) any
+	awaitCtx bool // Handle waits for its context to end
+}
+
+func newBlockingHandler() *fakeHandler {
+	return &fakeHandler{block: make(chan struct{}), entered: make(chan int, 100)}
+}
+
+func (h *fakeHandler) Handle(ctx context.Context, messages ...any) {
+	h.mu.Lock()
+	h.batches = append(h.batches, messages)
+	h.contexts = append(h.contexts, ctx)
+	n := len(h.batches)
+	h.mu.Unlock()
+	if h.entered != nil {
+		h.entered <- n
+	}
+	if h.awaitCtx {
+		<-ctx.Done()
+	}
+	if h.block != nil {
+		<-h.block
+	}
+	if h.panicOn != nil {
+		if value := h.panicOn(messages); value != nil {
+			panic(value)
+		}
+	}
+}
+
+func (h *fakeHandler) release() { h.block <- struct{}{} }
+
+func (h *fakeHandler) handled() [][]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([][]any(nil), h.batches...)
+}
+
+// ---- monitor ----
+
+type fakeMonitor struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (m *fakeMonitor) add(format string, args ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, fmt.Sprintf(format, args...))
+}
+func (m *fakeMonitor) StreamOpened(stream string, err error) { m.add("opened %s %v", stream, err) }
+func (m *fakeMonitor) StreamClosed(stream string)            { m.add("closed %s", stream) }
+func (m *fakeMonitor) BatchHandled(stream string, count int, _ time.Duration) {
+	m.add("handled %s %d", stream, count)
+}
+func (m *fakeMonitor) BatchAcknowledged(stream string, count int, err error) {
+	m.add("acknowledged %s %d %v", stream, count, err)
+}
+func (m *fakeMonitor) ShutdownForced(stream string) { m.add("forced %s", stream) }
+
+func (m *fakeMonitor) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.events...)
+}
+
+// ---- clock ----
+
+type fakeClock struct {
+	mu       sync.Mutex
+	now      time.Time
+	sleeps   chan time.Duration // each Sleep sends its delay here, then waits
+	wake     chan bool
+	afters   []time.Duration
+	timers   []chan time.Time
+	afterSet chan struct{}
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{
+		now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		sleeps:   make(chan time.Duration),
+		wake:     make(chan bool),
+		afterSet: make(chan struct{}, 100),
+	}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case c.sleeps <- d:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case ok := <-c.wake:
+		return ok
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	timer := make(chan time.Time, 1)
+	c.afters = append(c.afters, d)
+	c.timers = append(c.timers, timer)
+	c.afterSet <- struct{}{}
+	return timer, func() {}
+}
+
+// fire fires the i-th timer once it exists.
+func (c *fakeClock) fire(t fataler, i int) {
+	t.Helper()
+	eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.timers) > i
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timers[i] <- c.now
+}
+
+func (c *fakeClock) requested() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.afters...)
+}
+
+// ---- logger ----
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

@@ -1,0 +1,32 @@
+package streaming
+
+import "time"
+
+// Monitor receives the runtime's events. Every callback carries the queue name
+// given to NewSubscription so one monitor can label metrics per stream.
+// BatchHandled and BatchAcknowledged fire once per batch on the hot path; keep
+// them cheap.
+type Monitor interface {
+	// StreamOpened fires once per attempt to open a subscription's stream;
+	// err == nil means the stream is live, otherwise it names the failing step.
+	StreamOpened(stream string, err error)
+	// StreamClosed fires once when a live session ends, for any reason.
+	StreamClosed(stream string)
+	// BatchHandled fires after Handle returns or panics; count is the number of
+	// messages handed to the handler, duration includes inner retries.
+	BatchHandled(stream string, count int, duration time.Duration)
+	// BatchAcknowledged fires after each acknowledgement attempt; count is the
+	// number of deliveries acknowledged (including filtered ones).
+	BatchAcknowledged(stream string, count int, err error)
+	// ShutdownForced fires when workers miss the shutdown timeout and in-flight
+	// deliveries are abandoned.
+	ShutdownForced(stream string)
+}
+
+type nopMonitor struct{}
+
+func (nopMonitor) StreamOpened(string, error)              {}
+func (nopMonitor) StreamClosed(string)                     {}
+func (nopMonitor) BatchHandled(string, int, time.Duration) {}
+func (nopMonitor) BatchAcknowledged(string, int, error)    {}
+func (nopMonitor) ShutdownForced(string)                   {}

@@ -1,0 +1,112 @@
+package streaming
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// runner is one subscription's reconnect loop. It owns its connection.
+type runner struct {
+	connector    messaging.Connector
+	subscription *Subscription
+	logger       *slog.Logger
+	monitor      Monitor
+	clock        clock
+	soft         context.Context
+	failures     int
+}
+
+func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context) *runner {
+	return &runner{
+		connector:    connector,
+		subscription: subscription,
+		logger:       cfg.logger,
+		monitor:      cfg.monitor,
+		clock:        cfg.clock,
+		soft:         soft,
+	}
+}
+
+func (r *runner) run() {
+	queue := r.subscription.queue
+	if len(r.subscription.workers) == 0 {
+		r.logger.Error(fmt.Sprintf("Subscription to stream [%s] has no workers; add handlers with SubscriptionOptions.AddWorkers.", queue),
+			slog.String("stream", queue))
+		return
+	}
+	for r.soft.Err() == nil {
+		healthy := r.session()
+		if r.soft.Err() != nil {
+			return
+		}
+		delay := r.nextDelay(healthy)
+		r.logger.Info(fmt.Sprintf("Subscription to stream [%s] concluded; reconnecting in [%s].", queue, delay),
+			slog.String("stream", queue), slog.Duration("delay", delay))
+		if !r.clock.Sleep(r.soft, delay) {
+			return
+		}
+	}
+}
+
+// nextDelay is the bounded backoff: the configured delay after a healthy
+// session, doubled for each consecutive failed one, capped at 30 s or the
+// configured delay when that is larger.
+func (r *runner) nextDelay(healthy bool) time.Duration {
+	if healthy {
+		r.failures = 0
+	}
+	delay := r.subscription.reconnectDelay
+	ceiling := max(maxReconnectDelay, delay)
+	for i := 0; i < r.failures && delay < ceiling; i++ {
+		delay *= 2
+	}
+	delay = min(delay, ceiling)
+	if !healthy {
+		r.failures++
+	}
+	return delay
+}
+
+// session opens the connection, reader and stream, runs the workers until the
+// session ends, and reports whether it was healthy (it acknowledged something
+// or lasted long enough).
+func (r *runner) session() bool {
+	queue := r.subscription.queue
+	connection, err := r.connector.Connect(r.soft)
+	if err != nil {
+		r.openFailed("Unable to open connection for stream [%s] [%v]", fmt.Errorf("open connection: %w", err))
+		return false
+	}
+	defer func() { _ = connection.Close() }()
+
+	reader, err := connection.Reader(r.soft)
+	if err != nil {
+		r.openFailed("Unable to open reader for stream [%s] [%v]", fmt.Errorf("open reader: %w", err))
+		return false
+	}
+	defer func() { _ = reader.Close() }()
+
+	stream, err := reader.Stream(r.soft, r.subscription.streamConfig())
+	if err != nil {
+		r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
+		return false
+	}
+	r.monitor.StreamOpened(queue, nil)
+	started := r.clock.Now()
+	acknowledged := newSession(r, stream).run()
+	r.monitor.StreamClosed(queue)
+	return acknowledged || r.clock.Now().Sub(started) >= healthySession
+}
+
+func (r *runner) openFailed(format string, err error) {
+	queue := r.subscription.queue
+	r.monitor.StreamOpened(queue, err)
+	if r.soft.Err() != nil {
+		return // shutting down: the failure is the shutdown's
+	}
+	r.logger.Warn(fmt.Sprintf(format, queue, err), slog.String("stream", queue), slog.Any("error", err))
+}

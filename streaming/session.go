@@ -1,0 +1,281 @@
+package streaming
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// session is one live stream: a reader goroutine filling the buffer and one
+// goroutine per worker forming batches from it.
+type session struct {
+	*runner
+	stream messaging.Stream
+	buffer chan *messaging.Delivery
+
+	readCtx  context.Context
+	stopRead context.CancelFunc
+	// handleCtx is given to Handle: cancelled on hard shutdown.
+	handleCtx    context.Context
+	cancelHandle context.CancelFunc
+	// ackCtx bounds acknowledgements: cancelled when in-flight work is abandoned.
+	ackCtx    context.Context
+	cancelAck context.CancelFunc
+
+	failed   chan struct{}
+	failOnce sync.Once
+	acked    atomic.Bool
+}
+
+func newSession(r *runner, stream messaging.Stream) *session {
+	s := &session{
+		runner: r,
+		stream: stream,
+		buffer: make(chan *messaging.Delivery, r.subscription.bufferCapacity),
+		failed: make(chan struct{}),
+	}
+	s.readCtx, s.stopRead = context.WithCancel(r.soft)
+	s.handleCtx, s.cancelHandle = context.WithCancel(context.WithoutCancel(r.soft))
+	s.ackCtx, s.cancelAck = context.WithCancel(context.WithoutCancel(r.soft))
+	return s
+}
+
+// run blocks until the session ends and reports whether it acknowledged
+// anything.
+func (s *session) run() bool {
+	defer s.cancelAck()
+	defer s.cancelHandle()
+
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		s.read()
+	}()
+
+	var workers sync.WaitGroup
+	for _, handler := range s.subscription.workers {
+		workers.Go(func() { s.work(handler) })
+	}
+	workersDone := make(chan struct{})
+	go func() {
+		workers.Wait()
+		close(workersDone)
+	}()
+
+	s.await(workersDone)
+	s.stopRead()
+	_ = s.stream.Close()
+	<-readerDone
+	return s.acked.Load()
+}
+
+// fail ends the session early (stream error, handler panic, failed
+// acknowledgement): no worker starts another batch.
+func (s *session) fail() {
+	s.failOnce.Do(func() {
+		close(s.failed)
+		s.stopRead()
+	})
+}
+
+// await waits for the workers, applying the shutdown strategy when the soft
+// context ends.
+func (s *session) await(workersDone <-chan struct{}) {
+	queue := s.subscription.queue
+	shutdown := s.soft.Done()
+	var deadline, grace <-chan time.Time
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	startGrace := func() {
+		var stop func()
+		grace, stop = s.clock.After(abandonGrace)
+		stops = append(stops, stop)
+	}
+	for {
+		select {
+		case <-workersDone:
+			return
+		case <-shutdown:
+			shutdown = nil
+			if s.subscription.strategy == ShutdownStrategyImmediate {
+				s.cancelHandle()
+				startGrace()
+				continue
+			}
+			var stop func()
+			deadline, stop = s.clock.After(s.subscription.shutdownTimeout)
+			stops = append(stops, stop)
+		case <-deadline:
+			deadline = nil
+			s.cancelHandle()
+			s.cancelAck()
+			s.monitor.ShutdownForced(queue)
+			timeout := s.subscription.shutdownTimeout
+			s.logger.Warn(fmt.Sprintf("Workers on stream [%s] did not conclude within [%s] of shutdown; abandoning in-flight deliveries.", queue, timeout),
+				slog.String("stream", queue), slog.Duration("timeout", timeout))
+			startGrace()
+		case <-grace:
+			s.cancelAck()
+			s.logger.Error(fmt.Sprintf("A handler on stream [%s] ignored its cancelled context; leaving it running unacknowledged.", queue),
+				slog.String("stream", queue))
+			return
+		}
+	}
+}
+
+// read fills the buffer until the stream ends, then closes the buffer.
+func (s *session) read() {
+	defer close(s.buffer)
+	queue := s.subscription.queue
+	for {
+		delivery := new(messaging.Delivery)
+		if err := s.stream.Read(s.readCtx, delivery); err != nil {
+			if s.readCtx.Err() == nil {
+				s.logger.Info(fmt.Sprintf("Stream [%s] ended [%v]", queue, err),
+					slog.String("stream", queue), slog.Any("error", err))
+				s.fail()
+			}
+			return
+		}
+		select {
+		case s.buffer <- delivery:
+		case <-s.readCtx.Done():
+			return // not acknowledged: the broker redelivers it
+		}
+	}
+}
+
+func (s *session) work(handler messaging.Handler) {
+	for {
+		batch, ok := s.next()
+		if !ok {
+			return
+		}
+		if !s.process(handler, batch) {
+			return
+		}
+	}
+}
+
+// stopping reports whether a worker must not start another batch.
+func (s *session) stopping() bool {
+	select {
+	case <-s.failed:
+		return true
+	default:
+	}
+	if s.handleCtx.Err() != nil {
+		return true
+	}
+	return s.subscription.strategy != ShutdownStrategyDrain && s.soft.Err() != nil
+}
+
+// next waits for one delivery and takes whatever else is buffered, up to the
+// batch capacity, without waiting for more.
+func (s *session) next() ([]*messaging.Delivery, bool) {
+	var shutdown <-chan struct{}
+	if s.subscription.strategy != ShutdownStrategyDrain {
+		shutdown = s.soft.Done()
+	}
+	var first *messaging.Delivery
+	select {
+	case delivery, open := <-s.buffer:
+		if !open {
+			return nil, false
+		}
+		first = delivery
+	case <-s.failed:
+		return nil, false
+	case <-s.handleCtx.Done():
+		return nil, false
+	case <-shutdown:
+		return nil, false
+	}
+	if s.stopping() {
+		return nil, false
+	}
+	capacity := int(s.subscription.batchCapacity)
+	batch := []*messaging.Delivery{first}
+	for len(batch) < capacity {
+		select {
+		case delivery, open := <-s.buffer:
+			if !open {
+				return batch, true
+			}
+			batch = append(batch, delivery)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// process hands a batch to the handler and acknowledges it; it reports whether
+// the worker may continue.
+func (s *session) process(handler messaging.Handler, batch []*messaging.Delivery) bool {
+	queue := s.subscription.queue
+	messages := make([]any, 0, len(batch))
+	for _, delivery := range batch {
+		if delivery.Undecodable != nil && errors.Is(delivery.Undecodable, messaging.ErrFiltered) {
+			continue
+		}
+		if s.subscription.fullDelivery {
+			messages = append(messages, *delivery)
+		} else {
+			messages = append(messages, delivery.Message)
+		}
+	}
+	if len(messages) > 0 {
+		started := s.clock.Now()
+		value, stack, panicked := s.handle(handler, messages)
+		s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
+		if panicked {
+			s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
+				slog.String("stream", queue), slog.Int("count", len(batch)),
+				slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
+			s.fail()
+			return false
+		}
+	}
+	deliveries := make([]messaging.Delivery, len(batch))
+	for i, delivery := range batch {
+		deliveries[i] = *delivery
+	}
+	err := s.stream.Acknowledge(s.ackCtx, deliveries...)
+	s.monitor.BatchAcknowledged(queue, len(deliveries), err)
+	if err != nil {
+		s.logger.Warn(fmt.Sprintf("Unable to acknowledge [%d] delivery(ies) from stream [%s] [%v]; the broker will redeliver them.", len(deliveries), queue, err),
+			slog.String("stream", queue), slog.Int("count", len(deliveries)), slog.Any("error", err))
+		s.fail()
+		return false
+	}
+	s.acked.Store(true)
+	return true
+}
+
+// handle calls the handler and recovers a panic, with its stack.
+func (s *session) handle(handler messaging.Handler, messages []any) (value any, stack []byte, panicked bool) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		value = recover()
+		stack = debug.Stack()
+		panicked = true
+	}()
+	handler.Handle(s.handleCtx, messages...)
+	returned = true
+	return nil, nil, false
+}

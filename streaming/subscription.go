@@ -1,0 +1,199 @@
+package streaming
+
+import (
+	"math"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// Strategy says how a subscription's workers conclude on shutdown.
+type Strategy int
+
+const (
+	// ShutdownStrategyDrain handles everything already buffered, then stops.
+	ShutdownStrategyDrain Strategy = iota
+	// ShutdownStrategyCurrentBatch finishes and acknowledges the batch in
+	// progress, then stops.
+	ShutdownStrategyCurrentBatch
+	// ShutdownStrategyImmediate cancels the handlers' context at once and stops
+	// before the next batch; a batch whose Handle returns normally is still
+	// acknowledged.
+	ShutdownStrategyImmediate
+)
+
+// String names the strategy.
+func (s Strategy) String() string {
+	switch s {
+	case ShutdownStrategyDrain:
+		return "drain"
+	case ShutdownStrategyCurrentBatch:
+		return "current-batch"
+	case ShutdownStrategyImmediate:
+		return "immediate"
+	default:
+		return "unknown"
+	}
+}
+
+const (
+	defaultCapacity        = 1
+	defaultReconnectDelay  = 5 * time.Second
+	maxReconnectDelay      = 30 * time.Second
+	defaultShutdownTimeout = 5 * time.Second
+	healthySession         = 30 * time.Second
+	abandonGrace           = time.Second
+)
+
+// Subscription describes one queue to consume and the workers that handle it.
+// Build it with NewSubscription.
+type Subscription struct {
+	queue             string
+	name              string
+	topics            []string
+	workers           []messaging.Handler
+	bufferCapacity    uint16
+	batchCapacity     uint16
+	establishTopology bool
+	replication       bool
+	deadLetters       bool
+	fullDelivery      bool
+	reconnectDelay    time.Duration
+	strategy          Strategy
+	shutdownTimeout   time.Duration
+}
+
+// SubscriptionOptions configures NewSubscription. It is a singleton whose
+// methods return options.
+var SubscriptionOptions subscriptionSingleton
+
+type subscriptionSingleton struct{}
+
+type subscriptionOption func(*Subscription)
+
+// NewSubscription describes a subscription to queue. It needs at least one
+// worker (AddWorkers); a subscription without workers never opens its stream.
+func NewSubscription(queue string, options ...subscriptionOption) *Subscription {
+	s := &Subscription{
+		queue:             queue,
+		establishTopology: true,
+		deadLetters:       true,
+		strategy:          ShutdownStrategyDrain,
+	}
+	for _, apply := range options {
+		if apply != nil {
+			apply(s)
+		}
+	}
+	if s.bufferCapacity == 0 {
+		s.bufferCapacity = defaultCapacity
+	}
+	if s.batchCapacity == 0 {
+		s.batchCapacity = defaultCapacity
+	}
+	if s.reconnectDelay <= 0 {
+		s.reconnectDelay = defaultReconnectDelay
+	}
+	if s.shutdownTimeout <= 0 {
+		s.shutdownTimeout = defaultShutdownTimeout
+	}
+	return s
+}
+
+// Queue returns the queue the subscription consumes.
+func (s *Subscription) Queue() string { return s.queue }
+
+func (s *Subscription) streamConfig() messaging.StreamConfig {
+	return messaging.StreamConfig{
+		StreamName:        s.queue,
+		ConsumerName:      s.name,
+		Topics:            append([]string(nil), s.topics...),
+		EstablishTopology: s.establishTopology,
+		Replication:       s.replication,
+		DeadLetters:       s.deadLetters,
+		BufferCapacity:    s.bufferCapacity,
+		BatchCapacity:     s.batchCapacity,
+	}
+}
+
+// Name sets the consumer name reported to the broker.
+func (subscriptionSingleton) Name(name string) subscriptionOption {
+	return func(s *Subscription) { s.name = name }
+}
+
+// Topics sets the exchanges the queue is bound to.
+func (subscriptionSingleton) Topics(topics ...string) subscriptionOption {
+	return func(s *Subscription) { s.topics = append([]string(nil), topics...) }
+}
+
+// AddWorkers adds one worker goroutine per handler; all share one stream.
+func (subscriptionSingleton) AddWorkers(handlers ...messaging.Handler) subscriptionOption {
+	return func(s *Subscription) {
+		for _, handler := range handlers {
+			if handler != nil {
+				s.workers = append(s.workers, handler)
+			}
+		}
+	}
+}
+
+// BufferCapacity sets the deliveries prefetched into local memory (the broker
+// prefetch). Zero means the default, 1.
+func (subscriptionSingleton) BufferCapacity(capacity uint16) subscriptionOption {
+	return func(s *Subscription) { s.bufferCapacity = capacity }
+}
+
+// BatchCapacity sets the largest batch handed to Handle. Zero means the
+// default, 1. Batches never wait to fill.
+func (subscriptionSingleton) BatchCapacity(capacity uint16) subscriptionOption {
+	return func(s *Subscription) { s.batchCapacity = capacity }
+}
+
+// FullThrottle sets both capacities to their maximum.
+func (subscriptionSingleton) FullThrottle() subscriptionOption {
+	return func(s *Subscription) {
+		s.bufferCapacity = math.MaxUint16
+		s.batchCapacity = math.MaxUint16
+	}
+}
+
+// EstablishTopology declares the queue, its topics and bindings on connect
+// (default true).
+func (subscriptionSingleton) EstablishTopology(establish bool) subscriptionOption {
+	return func(s *Subscription) { s.establishTopology = establish }
+}
+
+// StreamReplication declares the queue as a quorum queue (default false).
+func (subscriptionSingleton) StreamReplication(replicate bool) subscriptionOption {
+	return func(s *Subscription) { s.replication = replicate }
+}
+
+// DeadLetters declares the settlement topology (acemq.dlx, {queue}.dlq,
+// {queue}.parked) when the stream opens, so that set-aside messages always have
+// somewhere to go (default true).
+func (subscriptionSingleton) DeadLetters(declare bool) subscriptionOption {
+	return func(s *Subscription) { s.deadLetters = declare }
+}
+
+// FullDeliveryToHandler hands messaging.Delivery values to handlers instead of
+// Delivery.Message (default false). handlers/deadletter needs it.
+func (subscriptionSingleton) FullDeliveryToHandler(full bool) subscriptionOption {
+	return func(s *Subscription) { s.fullDelivery = full }
+}
+
+// ReconnectDelay sets the pause before reopening a stream after it ends
+// (default 5 s; zero or negative means the default). Consecutive failures
+// double it up to 30 s, or the delay itself when that is larger.
+func (subscriptionSingleton) ReconnectDelay(delay time.Duration) subscriptionOption {
+	return func(s *Subscription) { s.reconnectDelay = delay }
+}
+
+// ShutdownStrategy sets how workers conclude on Close and how long they have
+// before their context is cancelled (default Drain, 5 s; zero or negative
+// means 5 s). ShutdownStrategyImmediate has no timeout.
+func (subscriptionSingleton) ShutdownStrategy(strategy Strategy, timeout time.Duration) subscriptionOption {
+	return func(s *Subscription) {
+		s.strategy = strategy
+		s.shutdownTimeout = timeout
+	}
+}
