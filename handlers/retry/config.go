@@ -1,0 +1,144 @@
+package retry
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Defaults applied when an option is absent, zero or negative.
+const (
+	// DefaultBackoff is the wait after the first failure.
+	DefaultBackoff = 5 * time.Second
+	// DefaultMaxAttempts is effectively unlimited: a handler is retried until it
+	// succeeds, panics with a fatal error, or its context ends.
+	DefaultMaxAttempts = math.MaxInt
+)
+
+// Sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
+// when the context ended. It is a seam for tests.
+type Sleeper func(ctx context.Context, d time.Duration) error
+
+// Options is the entry point for configuring New: retry.Options.Backoff(time.Second).
+var Options singleton
+
+type singleton struct{}
+
+type option func(*configuration)
+
+type configuration struct {
+	backoff     time.Duration
+	maxBackoff  time.Duration
+	jitter      float64
+	maxAttempts int
+	immediate   []any
+	logStack    bool
+	logger      *slog.Logger
+	monitor     Monitor
+	sleep       Sleeper
+	random      func() float64
+}
+
+func newConfiguration(options []option) configuration {
+	c := configuration{logStack: true}
+	for _, o := range options {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.backoff <= 0 {
+		c.backoff = DefaultBackoff
+	}
+	if c.maxBackoff < 0 {
+		c.maxBackoff = 0
+	}
+	if c.maxAttempts <= 0 {
+		c.maxAttempts = DefaultMaxAttempts
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	if c.sleep == nil {
+		c.sleep = sleep
+	}
+	if c.random == nil {
+		c.random = defaultRandom
+	}
+	return c
+}
+
+// Backoff sets the wait after the first failure (default 5 s). With MaxBackoff
+// set, each later wait doubles up to MaxBackoff; without it every wait is Backoff.
+// Zero or negative means the default.
+func (singleton) Backoff(d time.Duration) option {
+	return func(c *configuration) { c.backoff = d }
+}
+
+// MaxBackoff caps the exponential growth of the wait. Zero or negative (the
+// default) disables growth: every wait is Backoff.
+func (singleton) MaxBackoff(d time.Duration) option {
+	return func(c *configuration) { c.maxBackoff = d }
+}
+
+// JitterFactor spreads each wait by up to ±factor of itself (0 to 1; values
+// outside are clamped). A jittered wait is never negative and never above
+// MaxBackoff when MaxBackoff is set.
+func (singleton) JitterFactor(factor float64) option {
+	return func(c *configuration) {
+		switch {
+		case math.IsNaN(factor) || factor < 0:
+			c.jitter = 0
+		case factor > 1:
+			c.jitter = 1
+		default:
+			c.jitter = factor
+		}
+	}
+}
+
+// MaxAttempts bounds how many times the batch is handled, the first attempt
+// included. After the last attempt the last panic value propagates. Zero or
+// negative means effectively unlimited.
+func (singleton) MaxAttempts(n int) option {
+	return func(c *configuration) { c.maxAttempts = n }
+}
+
+// ImmediateRetry names panic values that retry at once, without waiting: a value
+// equal to the panic value, or an error that the panic value matches with
+// errors.Is. The attempt still counts against MaxAttempts; with MaxAttempts
+// unlimited, a value that keeps recurring retries in a tight loop, so bound it.
+func (singleton) ImmediateRetry(values ...any) option {
+	return func(c *configuration) { c.immediate = append(c.immediate, values...) }
+}
+
+// LogStackTrace includes the panicking goroutine's stack in the ERROR log line
+// (default on).
+func (singleton) LogStackTrace(enabled bool) option {
+	return func(c *configuration) { c.logStack = enabled }
+}
+
+// Logger sets the logger for failed attempts (default slog.Default()).
+func (singleton) Logger(logger *slog.Logger) option {
+	return func(c *configuration) { c.logger = logger }
+}
+
+// Monitor sets the callbacks for each attempt (default NopMonitor).
+func (singleton) Monitor(monitor Monitor) option {
+	return func(c *configuration) { c.monitor = monitor }
+}
+
+// Sleeper replaces the wait between attempts; tests use it to observe waits
+// without a clock. Nil means the default, which honours the context.
+func (singleton) Sleeper(sleeper Sleeper) option {
+	return func(c *configuration) { c.sleep = sleeper }
+}
+
+// Random replaces the jitter's random source, which must return values in
+// [0, 1). Nil means the default.
+func (singleton) Random(random func() float64) option {
+	return func(c *configuration) { c.random = random }
+}

@@ -1,0 +1,144 @@
+// Package retry recovers a panic from the handler it wraps, backs off, and
+// handles the same batch again.
+//
+// Place it outside handlers/transactional and handlers/sqltx, never inside: they
+// report a failed transaction by panicking after rolling back, and only an outer
+// retry can recover that panic and run the batch in a fresh transaction.
+//
+//	handler := retry.New(transactional.New(connector, factory),
+//		retry.Options.Backoff(time.Second),
+//		retry.Options.MaxBackoff(time.Minute),
+//	)
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+type handler struct {
+	inner  messaging.Handler
+	config configuration
+}
+
+// New returns a Handler that calls inner and, when it panics, logs the panic,
+// waits (exponential backoff with jitter, see Options) and calls it again with the
+// same batch. It gives up, re-panicking with the last panic value, after
+// MaxAttempts, at once when the value is an error marked with messaging.Fatal,
+// and when ctx ends while waiting (then with an error wrapping ctx.Err() and the
+// last failure). The handler is never run again once ctx has ended.
+func New(inner messaging.Handler, options ...option) messaging.Handler {
+	return &handler{inner: inner, config: newConfiguration(options)}
+}
+
+// Handle runs the batch until it succeeds or retrying gives up.
+func (h *handler) Handle(ctx context.Context, messages ...any) {
+	for attempt := 1; ; attempt++ {
+		failed, value, stack := h.try(ctx, messages)
+		if !failed {
+			h.config.monitor.HandleAttempted(attempt, nil)
+			return
+		}
+		h.config.monitor.HandleAttempted(attempt, value)
+
+		if isFatal(value) {
+			h.log(ctx, "Handler failed with a fatal error; not retrying.", attempt, value, stack, 0)
+			panic(value)
+		}
+		if attempt >= h.config.maxAttempts {
+			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.maxAttempts), attempt, value, stack, 0)
+			panic(value)
+		}
+
+		var wait time.Duration
+		if !h.immediate(value) {
+			wait = h.config.wait(attempt)
+		}
+		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, wait), attempt, value, stack, wait)
+		if err := h.config.sleep(ctx, wait); err != nil {
+			panic(stopped(attempt, err, value))
+		}
+		if err := ctx.Err(); err != nil {
+			panic(stopped(attempt, err, value))
+		}
+	}
+}
+
+// try calls the inner handler once and reports whether it panicked, with what,
+// and (when configured) where.
+func (h *handler) try(ctx context.Context, messages []any) (failed bool, value any, stack []byte) {
+	defer func() {
+		if failed {
+			value = recover()
+			if h.config.logStack {
+				stack = debug.Stack()
+			}
+		}
+	}()
+	failed = true
+	h.inner.Handle(ctx, messages...)
+	failed = false
+	return failed, nil, nil
+}
+
+func (h *handler) log(ctx context.Context, message string, attempt int, value any, stack []byte, wait time.Duration) {
+	attrs := []slog.Attr{
+		slog.Int("attempt", attempt),
+		slog.Any("panic", value),
+	}
+	if wait > 0 {
+		attrs = append(attrs, slog.Duration("wait", wait))
+	}
+	if len(stack) > 0 {
+		attrs = append(attrs, slog.String("stack", string(stack)))
+	}
+	h.config.logger.LogAttrs(ctx, slog.LevelError, message, attrs...)
+}
+
+// immediate reports whether value is one of the ImmediateRetry values.
+func (h *handler) immediate(value any) bool {
+	for _, candidate := range h.config.immediate {
+		if matches(value, candidate) {
+			return true
+		}
+	}
+	return false
+}
+
+func matches(value, candidate any) (matched bool) {
+	defer func() {
+		if recover() != nil { // an uncomparable dynamic value inside a comparable type
+			matched = false
+		}
+	}()
+	if target, ok := candidate.(error); ok {
+		if err, ok := value.(error); ok && errors.Is(err, target) {
+			return true
+		}
+	}
+	t := reflect.TypeOf(value)
+	if t == nil || t != reflect.TypeOf(candidate) || !t.Comparable() {
+		return false
+	}
+	return value == candidate
+}
+
+func isFatal(value any) bool {
+	err, ok := value.(error)
+	return ok && messaging.IsFatal(err)
+}
+
+// stopped is the panic value when the context ends between attempts.
+func stopped(attempt int, ctxErr error, last any) error {
+	if err, ok := last.(error); ok {
+		return fmt.Errorf("retry: stopped after attempt %d because the context ended (%w); the last failure was: %w", attempt, ctxErr, err)
+	}
+	return fmt.Errorf("retry: stopped after attempt %d because the context ended (%w); the last failure was: %v", attempt, ctxErr, last)
+}

@@ -1,0 +1,270 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestHandlerFixture(t *testing.T) {
+	gunit.Run(new(HandlerFixture), t)
+}
+
+type HandlerFixture struct {
+	*gunit.Fixture
+
+	inner    *fakeHandler
+	sleeper  *fakeSleeper
+	monitor  *fakeMonitor
+	logs     *bytes.Buffer
+	options  []option
+	ctx      context.Context
+	cancel   context.CancelFunc
+	messages []any
+}
+
+func (f *HandlerFixture) Setup() {
+	f.inner = &fakeHandler{}
+	f.sleeper = &fakeSleeper{}
+	f.monitor = &fakeMonitor{}
+	f.logs = &bytes.Buffer{}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.messages = []any{1, 2, 3}
+	f.options = []option{
+		Options.Backoff(time.Second),
+		Options.Sleeper(f.sleeper.Sleep),
+		Options.Monitor(f.monitor),
+		Options.Logger(slog.New(slog.NewTextHandler(f.logs, nil))),
+		Options.Random(func() float64 { return 0.5 }),
+	}
+}
+
+func (f *HandlerFixture) Teardown() { f.cancel() }
+
+func (f *HandlerFixture) handle(extra ...option) (recovered any) {
+	defer func() { recovered = recover() }()
+	New(f.inner, append(f.options, extra...)...).Handle(f.ctx, f.messages...)
+	return nil
+}
+
+func (f *HandlerFixture) TestSuccessRunsOnceWithoutWaiting() {
+	recovered := f.handle()
+
+	f.So(recovered, should.BeNil)
+	f.So(f.inner.calls, should.Equal, 1)
+	f.So(f.inner.batches[0], should.Equal, []any{1, 2, 3})
+	f.So(f.sleeper.waits, should.BeEmpty)
+	f.So(f.monitor.attempts, should.Equal, []int{1})
+	f.So(f.monitor.results, should.Equal, []any{nil})
+}
+
+func (f *HandlerFixture) TestPanicsAreRetriedWithTheSameBatchUntilSuccess() {
+	f.inner.failures = []any{"first", errors.New("second")}
+
+	recovered := f.handle()
+
+	f.So(recovered, should.BeNil)
+	f.So(f.inner.calls, should.Equal, 3)
+	f.So(f.inner.batches[2], should.Equal, []any{1, 2, 3})
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second})
+	f.So(f.monitor.attempts, should.Equal, []int{1, 2, 3})
+	f.So(f.monitor.results[0], should.Equal, "first")
+	f.So(f.monitor.results[1], should.Resemble, errors.New("second"))
+	f.So(f.monitor.results[2], should.BeNil)
+	f.So(f.logs.String(), should.ContainSubstring, "level=ERROR")
+	f.So(f.logs.String(), should.ContainSubstring, "panic=first")
+	f.So(f.logs.String(), should.ContainSubstring, "stack=")
+}
+
+func (f *HandlerFixture) TestExponentialWaitsDoubleUpToMaxBackoff() {
+	f.inner.failures = []any{1, 2, 3, 4, 5}
+
+	f.handle(Options.MaxBackoff(5 * time.Second))
+
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{
+		time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second,
+	})
+}
+
+func (f *HandlerFixture) TestWithoutMaxBackoffEveryWaitIsBackoff() {
+	f.inner.failures = []any{1, 2, 3, 4}
+
+	f.handle()
+
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second, time.Second, time.Second})
+}
+
+func (f *HandlerFixture) TestMaxAttemptsRepanicsWithTheLastValue() {
+	f.inner.failures = []any{"one", "two", "three", "four"}
+
+	recovered := f.handle(Options.MaxAttempts(3))
+
+	f.So(recovered, should.Equal, "three")
+	f.So(f.inner.calls, should.Equal, 3)
+	f.So(f.sleeper.waits, should.HaveLength, 2)
+	f.So(f.logs.String(), should.ContainSubstring, "giving up")
+}
+
+func (f *HandlerFixture) TestFatalErrorRepanicsAtOnce() {
+	fatal := messaging.Fatal(errors.New("cannot be fixed"))
+	f.inner.failures = []any{fmt.Errorf("wrapped: %w", fatal)}
+
+	recovered := f.handle()
+
+	err, _ := recovered.(error)
+	f.So(messaging.IsFatal(err), should.BeTrue)
+	f.So(f.inner.calls, should.Equal, 1)
+	f.So(f.sleeper.waits, should.BeEmpty)
+	f.So(f.logs.String(), should.ContainSubstring, "fatal")
+}
+
+func (f *HandlerFixture) TestImmediateRetryValuesDoNotWait() {
+	sentinel := errors.New("deadlock")
+	f.inner.failures = []any{fmt.Errorf("tx: %w", sentinel), "busy", "slow"}
+
+	recovered := f.handle(Options.ImmediateRetry(sentinel, "busy", []int{1}))
+
+	f.So(recovered, should.BeNil)
+	f.So(f.inner.calls, should.Equal, 4)
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{0, 0, time.Second})
+}
+
+func (f *HandlerFixture) TestImmediateRetryToleratesUncomparableValues() {
+	f.inner.failures = []any{[]int{1}, map[string]int{}}
+
+	recovered := f.handle(Options.ImmediateRetry([]int{1}, struct{ v any }{v: []int{1}}))
+
+	f.So(recovered, should.BeNil)
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second})
+}
+
+func (f *HandlerFixture) TestCancellationWhileWaitingStopsWithoutRunningAgain() {
+	last := errors.New("database down")
+	f.inner.failures = []any{last, last}
+	f.sleeper.onSleep = f.cancel
+
+	recovered := f.handle()
+
+	err, _ := recovered.(error)
+	f.So(err, should.NotBeNil)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(errors.Is(err, last), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "context ended")
+	f.So(f.inner.calls, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestCancellationBeforeAnImmediateRetryStops() {
+	f.inner.failures = []any{"busy"}
+	f.inner.onCall = f.cancel
+
+	recovered := f.handle(Options.ImmediateRetry("busy"))
+
+	err, _ := recovered.(error)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "busy")
+	f.So(f.inner.calls, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestRealSleeperHonoursCancellation() {
+	f.options = append(f.options, Options.Sleeper(nil)) // back to the default sleeper
+	f.inner.failures = []any{"fail"}
+	f.inner.onCall = f.cancel
+
+	done := make(chan any, 1)
+	go func() { done <- f.handle(Options.Backoff(time.Hour)) }()
+
+	select {
+	case recovered := <-done:
+		err, _ := recovered.(error)
+		f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	case <-time.After(10 * time.Second):
+		f.Error("the default sleeper ignored the cancelled context")
+	}
+}
+
+func (f *HandlerFixture) TestStackTraceCanBeOmitted() {
+	f.inner.failures = []any{"fail"}
+
+	f.handle(Options.LogStackTrace(false))
+
+	f.So(f.logs.String(), should.NotContainSubstring, "stack=")
+}
+
+func (f *HandlerFixture) TestNilPanicIsStillAFailure() {
+	f.inner.failures = []any{nilPanic{}}
+
+	recovered := f.handle(Options.MaxAttempts(1))
+
+	f.So(recovered, should.NotBeNil)
+}
+
+func (f *HandlerFixture) TestDefaultsAreSane() {
+	c := newConfiguration([]option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.MaxAttempts(-1), Options.JitterFactor(7)})
+
+	f.So(c.backoff, should.Equal, DefaultBackoff)
+	f.So(c.maxBackoff, should.Equal, time.Duration(0))
+	f.So(c.maxAttempts, should.Equal, DefaultMaxAttempts)
+	f.So(c.jitter, should.Equal, 1.0)
+	f.So(c.logStack, should.BeTrue)
+	f.So(newConfiguration([]option{Options.JitterFactor(-3)}).jitter, should.Equal, 0.0)
+}
+
+//////////////////////////////////////////////////////////////////////////////
+
+type nilPanic struct{}
+
+type fakeHandler struct {
+	calls    int
+	batches  [][]any
+	failures []any
+	onCall   func()
+}
+
+func (h *fakeHandler) Handle(_ context.Context, messages ...any) {
+	h.calls++
+	h.batches = append(h.batches, messages)
+	if h.onCall != nil {
+		h.onCall()
+	}
+	if len(h.failures) == 0 {
+		return
+	}
+	failure := h.failures[0]
+	h.failures = h.failures[1:]
+	if _, ok := failure.(nilPanic); ok {
+		panic(nil) // recover sees a *runtime.PanicNilError
+	}
+	panic(failure)
+}
+
+type fakeSleeper struct {
+	waits   []time.Duration
+	onSleep func()
+}
+
+func (s *fakeSleeper) Sleep(ctx context.Context, d time.Duration) error {
+	s.waits = append(s.waits, d)
+	if s.onSleep != nil {
+		s.onSleep()
+	}
+	return ctx.Err()
+}
+
+type fakeMonitor struct {
+	attempts []int
+	results  []any
+}
+
+func (m *fakeMonitor) HandleAttempted(attempt int, result any) {
+	m.attempts = append(m.attempts, attempt)
+	m.results = append(m.results, result)
+}

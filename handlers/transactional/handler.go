@@ -1,0 +1,203 @@
+// Package transactional runs each batch inside one CommitWriter: what the handler
+// writes is committed together after it returns, or rolled back when anything
+// fails. Over an outbox connector (sqlmq) the CommitWriter also begins a SQL
+// transaction, which the handler receives as State.Tx, so its own database
+// writes and its outgoing messages commit together or not at all.
+//
+// Failure is a panic, after the rollback. Wrap this handler in handlers/retry,
+// never the reverse: retry recovers the panic and runs the batch again in a
+// fresh transaction, whereas a retry inside the transaction would re-run the
+// handler on a transaction that may already be broken.
+package transactional
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// State is what the factory receives for one batch.
+type State struct {
+	// Tx is the live SQL transaction the connector's CommitWriter began (the
+	// outbox's), or nil when the connector is not an outbox. The handler must not
+	// commit or roll it back.
+	Tx *sql.Tx
+	// Writer writes into the batch's transaction. Its Close does nothing: the
+	// decorator commits, rolls back and closes the underlying writer.
+	Writer messaging.Writer
+}
+
+// Handler is the decorator New returns. It is safe for concurrent use by several
+// workers; they share one connection and each batch has its own CommitWriter.
+type Handler struct {
+	connector messaging.Connector
+	factory   func(State) messaging.Handler
+	config    configuration
+
+	mu         sync.Mutex
+	connection messaging.Connection
+}
+
+// New returns a Handler that, for each batch, opens a CommitWriter on connector
+// (keeping one connection across batches), builds the batch's handler with
+// factory, calls it, and commits. When connecting, opening the writer, the
+// handler, or the commit fails, it rolls back, closes the connection so the next
+// batch redials, and panics: with the handler's own panic value, or with an error
+// wrapping the cause.
+//
+// The returned value also implements io.Closer, which closes the kept
+// connection; closing the connector does the same.
+func New(connector messaging.Connector, factory func(State) messaging.Handler, options ...option) messaging.Handler {
+	return &Handler{connector: connector, factory: factory, config: newConfiguration(options)}
+}
+
+var _ io.Closer = (*Handler)(nil)
+
+// Handle runs messages in one transaction; see New.
+func (h *Handler) Handle(ctx context.Context, messages ...any) {
+	ctx, slot := messaging.WithTransactionSlot(ctx)
+
+	connection, writer, err := h.begin(ctx)
+	h.config.monitor.TransactionStarted(err)
+	if err != nil {
+		h.discard(connection)
+		panic(err)
+	}
+
+	state := State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}
+	if failed, value := h.run(ctx, state, messages); failed {
+		h.abandon(ctx, connection, writer)
+		panic(value)
+	}
+
+	err = writer.Commit()
+	h.config.monitor.TransactionCommitted(err)
+	if err != nil {
+		h.abandon(ctx, connection, writer)
+		panic(fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err))
+	}
+	h.closeWriter(ctx, writer)
+}
+
+// abandon rolls back the batch, closes its writer, then closes the connection
+// so the next batch redials.
+func (h *Handler) abandon(ctx context.Context, connection messaging.Connection, writer messaging.CommitWriter) {
+	h.rollback(ctx, writer)
+	h.closeWriter(ctx, writer)
+	h.discard(connection)
+}
+
+// begin returns the kept connection (dialling when there is none) and a new
+// CommitWriter on it.
+func (h *Handler) begin(ctx context.Context) (messaging.Connection, messaging.CommitWriter, error) {
+	connection, err := h.connect(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transactional: connect: %w; is the broker or database reachable?", err)
+	}
+	writer, err := connection.CommitWriter(ctx)
+	if err != nil {
+		return connection, nil, fmt.Errorf("transactional: open a commit writer: %w", err)
+	}
+	if writer == nil {
+		return connection, nil, errors.New("transactional: the connection returned a nil commit writer")
+	}
+	return connection, writer, nil
+}
+
+func (h *Handler) connect(ctx context.Context) (messaging.Connection, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.connection != nil {
+		return h.connection, nil
+	}
+	connection, err := h.connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if connection == nil {
+		return nil, errors.New("the connector returned a nil connection")
+	}
+	h.connection = connection
+	return connection, nil
+}
+
+// run builds the batch's handler and calls it, reporting whether it panicked and
+// with what.
+func (h *Handler) run(ctx context.Context, state State, messages []any) (failed bool, value any) {
+	defer func() {
+		if failed {
+			value = recover()
+		}
+	}()
+	failed = true
+	handler := h.factory(state)
+	if handler == nil {
+		panic(errors.New("transactional: the factory returned a nil handler"))
+	}
+	handler.Handle(ctx, messages...)
+	failed = false
+	return false, nil
+}
+
+func (h *Handler) rollback(ctx context.Context, writer messaging.CommitWriter) {
+	err := writer.Rollback()
+	h.config.monitor.TransactionRolledBack(err)
+	if err != nil {
+		h.config.logger.WarnContext(ctx, "Unable to roll back the batch's transaction; closing its connection.", slog.Any("error", err))
+	}
+}
+
+func (h *Handler) closeWriter(ctx context.Context, writer messaging.CommitWriter) {
+	if err := writer.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
+		h.config.logger.WarnContext(ctx, "Unable to close the batch's commit writer.", slog.Any("error", err))
+	}
+}
+
+// discard forgets connection, if it is still the kept one, and closes it so the
+// next batch redials.
+func (h *Handler) discard(connection messaging.Connection) {
+	if connection == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.connection == connection {
+		h.connection = nil
+	}
+	h.mu.Unlock()
+	_ = connection.Close() // already failed; the error adds nothing to the panic
+}
+
+// Close closes the kept connection, if any. Later batches dial again.
+func (h *Handler) Close() error {
+	h.mu.Lock()
+	connection := h.connection
+	h.connection = nil
+	h.mu.Unlock()
+	if connection == nil {
+		return nil
+	}
+	if err := connection.Close(); err != nil {
+		return fmt.Errorf("transactional: close connection: %w", err)
+	}
+	return nil
+}
+
+// boundWriter exposes only Write of the batch's CommitWriter, so the handler
+// cannot commit, roll back or close what the decorator owns.
+type boundWriter struct {
+	writer messaging.CommitWriter
+}
+
+// Write writes into the batch's transaction.
+func (w boundWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	return w.writer.Write(ctx, dispatches...)
+}
+
+// Close does nothing; the decorator closes the underlying writer.
+func (boundWriter) Close() error { return nil }

@@ -1,0 +1,88 @@
+// Package serialization decorates a messaging.Connector, at every level, so
+// that writers encode Dispatch.Message into Payload and streams decode
+// Delivery.Payload into Delivery.Message. JSON is the default encoding.
+//
+// Wrap the transport for consuming and the outbox for handlers, each
+// separately: an outbox wrapped by serialization stores encoded payloads, so its
+// publisher needs no type registry.
+//
+// A delivery that cannot be decoded does not fail Stream.Read (the same message
+// would come back for ever): it is returned with a nil Message and
+// Delivery.Undecodable set to an error that says why, and the runtime parks it.
+// The Ignore* options hand such a delivery to the handler with a nil Message
+// instead.
+package serialization
+
+import (
+	"context"
+
+	"github.com/warrenmq/messaging"
+)
+
+type connector struct {
+	messaging.Connector
+	config *configuration
+}
+
+// New returns a Connector over inner whose writers encode and whose streams
+// decode, as configured by options.
+func New(inner messaging.Connector, options ...option) messaging.Connector {
+	return connector{Connector: inner, config: newConfiguration(options)}
+}
+
+// Connect opens an inner connection and decorates it.
+func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
+	inner, err := c.Connector.Connect(ctx)
+	if err != nil || inner == nil {
+		return nil, err
+	}
+	return connection{Connection: inner, config: c.config}, nil
+}
+
+type connection struct {
+	messaging.Connection
+	config *configuration
+}
+
+// Reader opens an inner reader and decorates it.
+func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
+	inner, err := c.Connection.Reader(ctx)
+	if err != nil || inner == nil {
+		return nil, err
+	}
+	return reader{Reader: inner, config: c.config}, nil
+}
+
+// Writer opens an inner writer and decorates it.
+func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
+	inner, err := c.Connection.Writer(ctx)
+	if err != nil || inner == nil {
+		return nil, err
+	}
+	return writer{Writer: inner, config: c.config}, nil
+}
+
+// CommitWriter opens an inner commit writer and decorates it. The context
+// reaches the inner connection unchanged, so an outbox can fill its
+// messaging.TransactionSlot.
+func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
+	inner, err := c.Connection.CommitWriter(ctx)
+	if err != nil || inner == nil {
+		return nil, err
+	}
+	return commitWriter{CommitWriter: inner, config: c.config}, nil
+}
+
+type reader struct {
+	messaging.Reader
+	config *configuration
+}
+
+// Stream opens an inner stream and decorates it.
+func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
+	inner, err := r.Reader.Stream(ctx, config)
+	if err != nil || inner == nil {
+		return nil, err
+	}
+	return stream{Stream: inner, config: r.config}, nil
+}
