@@ -1,0 +1,63 @@
+package memory
+
+import (
+	"os"
+	"time"
+)
+
+// Options is the entry point for configuring a Broker: memory.New(memory.Options.Clock(...)).
+var Options singleton
+
+type singleton struct{}
+
+type option func(*configuration)
+
+type configuration struct {
+	clock   func() time.Time
+	monitor Monitor
+	origin  string
+}
+
+// Clock sets the source of the current time, used for message expiry and for the
+// FirstSeen and Timestamp defaults. A nil clock means time.Now.
+func (singleton) Clock(now func() time.Time) option {
+	return func(c *configuration) { c.clock = now }
+}
+
+// Monitor receives the broker's callbacks. A nil monitor means no monitoring.
+func (singleton) Monitor(monitor Monitor) option {
+	return func(c *configuration) { c.monitor = monitor }
+}
+
+// Origin sets the origin written on messages that do not name one
+// (service@host). Empty means acemq@{hostname}.
+func (singleton) Origin(origin string) option {
+	return func(c *configuration) { c.origin = origin }
+}
+
+func newConfiguration(options []option) configuration {
+	var c configuration
+	for _, apply := range options {
+		if apply != nil {
+			apply(&c)
+		}
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	if c.monitor == nil {
+		c.monitor = nopMonitor{}
+	}
+	if c.origin == "" {
+		c.origin = defaultOrigin()
+	}
+	return c
+}
+
+func defaultOrigin() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return "acemq@" + host
+}

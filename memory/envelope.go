@@ -1,0 +1,228 @@
+package memory
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+)
+
+// reservedPrefix is the envelope's header namespace; the RabbitMQ transport
+// refuses application headers in it, and so does this one.
+const reservedPrefix = "x-acemq-"
+
+// message is a published message as the broker holds it: the envelope with
+// every default filled and every value copied, so the publisher cannot change it.
+type message struct {
+	exchange    string
+	routingKey  string
+	envelope    messaging.Dispatch
+	redelivered bool
+	expiresAt   time.Time // zero: never
+}
+
+// envelopeOf fills the transport's defaults into a copy of dispatch and makes
+// it what the RabbitMQ transport puts on the wire and reads back: reserved or
+// untransmittable headers are refused, header values take their AMQP types,
+// times and the TTL are rounded as the wire rounds them (timestamp to seconds,
+// first seen to milliseconds, expiration up to whole milliseconds), version and
+// attempt are at least 1, and a route travels comma-joined.
+func envelopeOf(dispatch messaging.Dispatch, now time.Time, origin string) (messaging.Dispatch, error) {
+	e := dispatch
+	headers, err := wireHeaders(e.Headers)
+	if err != nil {
+		return messaging.Dispatch{}, err
+	}
+	e.Headers = headers
+	if e.MessageID == "" {
+		e.MessageID = messaging.NewID()
+	}
+	if e.CorrelationID == "" {
+		e.CorrelationID = e.MessageID
+	}
+	if e.MessageType == "" {
+		e.MessageType = e.RoutingKey
+	}
+	e.Version = int(clampInt32(max(e.Version, 1)))
+	e.Attempt = int(clampInt32(max(e.Attempt, 1)))
+	if e.FirstSeen.IsZero() {
+		e.FirstSeen = now
+	}
+	e.FirstSeen = time.UnixMilli(e.FirstSeen.UnixMilli()).UTC()
+	if e.Timestamp.IsZero() {
+		e.Timestamp = now
+	}
+	e.Timestamp = time.Unix(e.Timestamp.Unix(), 0).UTC()
+	if e.Origin == "" {
+		e.Origin = origin
+	}
+	e.Expiration = wireExpiration(e.Expiration)
+	if route := strings.Join(e.Route, ","); route != "" {
+		e.Route = strings.Split(route, ",")
+		e.RoutePosition = int(clampInt32(max(e.RoutePosition, 0)))
+	} else {
+		e.Route, e.RoutePosition, e.RouteID = nil, 0, ""
+	}
+	e.Payload = bytes.Clone(e.Payload)
+	e.Message = nil
+	return e, nil
+}
+
+// wireExpiration rounds a TTL up to whole milliseconds, so a short TTL never
+// becomes 0; zero or negative means none.
+func wireExpiration(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	if rest := ttl % time.Millisecond; rest != 0 {
+		ttl += time.Millisecond - rest
+	}
+	return ttl
+}
+
+func clampInt32(value int) int32 {
+	return int32(min(max(value, math.MinInt32), math.MaxInt32))
+}
+
+// wireHeaders copies the application's headers as an AMQP table carries them,
+// refusing the reserved x-acemq- names and values a table cannot hold.
+func wireHeaders(headers map[string]any) (map[string]any, error) {
+	if len(headers) == 0 {
+		return nil, nil
+	}
+	wire := make(map[string]any, len(headers))
+	for name, value := range headers {
+		if len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix) {
+			return nil, fmt.Errorf("memory: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, reservedPrefix)
+		}
+		converted, err := wireValue(value)
+		if err != nil {
+			return nil, fmt.Errorf("memory: header %q cannot travel in an AMQP table (%w); use strings, numbers, booleans, times, []byte or nested amqp091.Table values", name, err)
+		}
+		wire[name] = converted
+	}
+	return wire, nil
+}
+
+// wireValue returns value as it arrives after a trip through an AMQP table:
+// an int becomes an int32 (the client writes it as one), a time keeps whole
+// seconds, and slices and tables are copied.
+func wireValue(value any) (any, error) {
+	switch v := value.(type) {
+	case nil, bool, uint8, int8, int16, int32, int64, uint16, uint32, float32, float64, string, amqp.Decimal:
+		return v, nil
+	case int:
+		return int32(v), nil
+	case time.Time:
+		return time.Unix(v.Unix(), 0), nil
+	case []byte:
+		return bytes.Clone(v), nil
+	case []any:
+		copied := make([]any, len(v))
+		for i, inner := range v {
+			converted, err := wireValue(inner)
+			if err != nil {
+				return nil, fmt.Errorf("in array %w", err)
+			}
+			copied[i] = converted
+		}
+		return copied, nil
+	case amqp.Table:
+		copied := make(amqp.Table, len(v))
+		for name, inner := range v {
+			converted, err := wireValue(inner)
+			if err != nil {
+				return nil, fmt.Errorf("table field %q %w", name, err)
+			}
+			copied[name] = converted
+		}
+		return copied, nil
+	}
+	return nil, fmt.Errorf("value %T not supported", value)
+}
+
+// delivery turns a held message into what a consumer reads; every mutable value
+// is copied again so consumers of different queues cannot affect one another.
+func (m *message) delivery(queue string, tag uint64) messaging.Delivery {
+	e := m.envelope
+	return messaging.Delivery{
+		DeliveryID:      tag,
+		SourceQueue:     queue,
+		Topic:           m.exchange,
+		RoutingKey:      m.routingKey,
+		Redelivered:     m.redelivered,
+		MessageID:       e.MessageID,
+		CorrelationID:   e.CorrelationID,
+		CausationID:     e.CausationID,
+		ReplyTo:         e.ReplyTo,
+		MessageType:     e.MessageType,
+		Version:         e.Version,
+		ContentType:     e.ContentType,
+		ContentEncoding: e.ContentEncoding,
+		Attempt:         e.Attempt,
+		FirstSeen:       e.FirstSeen,
+		Origin:          e.Origin,
+		Error:           e.Error,
+		Claim:           e.Claim,
+		Route:           cloneStrings(e.Route),
+		RoutePosition:   e.RoutePosition,
+		RouteID:         e.RouteID,
+		Expiration:      e.Expiration,
+		Timestamp:       e.Timestamp,
+		Durable:         !e.Transient,
+		Headers:         copyHeaders(e.Headers),
+		Payload:         bytes.Clone(e.Payload),
+	}
+}
+
+// copyFor returns a copy of m to hold in another queue.
+func (m *message) copyFor() *message {
+	c := *m
+	return &c
+}
+
+func cloneStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// copyHeaders deep-copies wire headers for a consumer; nil when there are
+// none, as the RabbitMQ transport gives them.
+func copyHeaders(headers map[string]any) map[string]any {
+	if len(headers) == 0 {
+		return nil
+	}
+	copied := make(map[string]any, len(headers))
+	for name, value := range headers {
+		copied[name] = copyValue(value)
+	}
+	return copied
+}
+
+// copyValue copies the mutable values a wire header can hold.
+func copyValue(value any) any {
+	switch v := value.(type) {
+	case []byte:
+		return bytes.Clone(v)
+	case []any:
+		copied := make([]any, len(v))
+		for i, inner := range v {
+			copied[i] = copyValue(inner)
+		}
+		return copied
+	case amqp.Table:
+		copied := make(amqp.Table, len(v))
+		for name, inner := range v {
+			copied[name] = copyValue(inner)
+		}
+		return copied
+	}
+	return value
+}

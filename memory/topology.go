@@ -1,0 +1,329 @@
+package memory
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Exchange kinds the in-memory broker routes.
+const (
+	KindDirect = "direct"
+	KindTopic  = "topic"
+	KindFanout = "fanout"
+)
+
+// QueueOptions are the properties a queue is declared with. Redeclaring a queue
+// with different options fails with PRECONDITION_FAILED, as on RabbitMQ.
+type QueueOptions struct {
+	Durable    bool
+	Exclusive  bool
+	AutoDelete bool
+	// Arguments are the x- arguments. The broker interprets x-queue-type
+	// ("quorum" must be durable, not exclusive, not auto-delete), x-message-ttl,
+	// x-dead-letter-exchange and x-dead-letter-routing-key; it records the rest
+	// and compares them on redeclare.
+	Arguments map[string]any
+}
+
+type exchange struct {
+	name     string
+	kind     string
+	durable  bool
+	bindings []binding
+}
+
+type binding struct {
+	queue string
+	key   string
+}
+
+type queue struct {
+	name     string
+	options  QueueOptions
+	owner    *connection // the connection an exclusive queue belongs to
+	messages []*message
+	streams  int  // open streams consuming the queue
+	consumed bool // a stream has consumed it: auto-delete applies
+	deleted  bool
+	wake     chan struct{}
+}
+
+// waiter returns a channel closed at the queue's next change.
+func (q *queue) waiter() <-chan struct{} {
+	if q.wake == nil {
+		q.wake = make(chan struct{})
+	}
+	return q.wake
+}
+
+func (q *queue) notify() {
+	if q.wake != nil {
+		close(q.wake)
+		q.wake = nil
+	}
+}
+
+func (q *queue) push(m *message) {
+	q.messages = append(q.messages, m)
+	q.notify()
+}
+
+// requeue puts messages back at the front of the queue, in the order given.
+func (q *queue) requeue(messages []*message) {
+	if len(messages) == 0 {
+		return
+	}
+	for _, m := range messages {
+		m.redelivered = true
+	}
+	q.messages = append(slices.Clone(messages), q.messages...)
+	q.notify()
+}
+
+func (q *queue) pop() *message {
+	if len(q.messages) == 0 {
+		return nil
+	}
+	m := q.messages[0]
+	q.messages[0] = nil
+	q.messages = q.messages[1:]
+	return m
+}
+
+var predeclared = []exchange{
+	{name: "amq.direct", kind: KindDirect, durable: true},
+	{name: "amq.fanout", kind: KindFanout, durable: true},
+	{name: "amq.topic", kind: KindTopic, durable: true},
+}
+
+// declareExchangeLocked declares an exchange or checks an existing one.
+func (b *Broker) declareExchangeLocked(name, kind string, durable bool) error {
+	switch kind {
+	case KindDirect, KindTopic, KindFanout:
+	default:
+		return &Error{Code: 503, Reason: "COMMAND_INVALID", Detail: fmt.Sprintf("unknown exchange type %q for exchange %q; use direct, topic or fanout", kind, name)}
+	}
+	if name == "" {
+		return accessRefused("operation not permitted on the default exchange")
+	}
+	if existing, ok := b.exchanges[name]; ok {
+		if existing.kind != kind {
+			return preconditionFailed("inequivalent arg 'type' for exchange %q: received %q but current is %q", name, kind, existing.kind)
+		}
+		if existing.durable != durable {
+			return preconditionFailed("inequivalent arg 'durable' for exchange %q: received %t but current is %t", name, durable, existing.durable)
+		}
+		return nil
+	}
+	if strings.HasPrefix(name, "amq.") {
+		return accessRefused("exchange name %q contains reserved prefix 'amq.*'", name)
+	}
+	b.exchanges[name] = &exchange{name: name, kind: kind, durable: durable}
+	return nil
+}
+
+// declareQueueLocked declares a queue or checks an existing one; owner is the
+// declaring connection (nil for the Broker's own helper).
+func (b *Broker) declareQueueLocked(name string, options QueueOptions, owner *connection) error {
+	if name == "" {
+		return preconditionFailed("a queue needs a name; the in-memory broker does not generate them")
+	}
+	if existing, ok := b.queues[name]; ok {
+		if existing.options.Exclusive && existing.owner != owner {
+			return resourceLocked("cannot obtain exclusive access to locked queue %q; it is in use by another connection", name)
+		}
+		return equivalent(existing, options)
+	}
+	if strings.HasPrefix(name, "amq.") {
+		return accessRefused("queue name %q contains reserved prefix 'amq.*'", name)
+	}
+	if err := validQueue(name, options); err != nil {
+		return err
+	}
+	options.Arguments = maps.Clone(options.Arguments)
+	q := &queue{name: name, options: options}
+	if options.Exclusive {
+		q.owner = owner
+	}
+	b.queues[name] = q
+	return nil
+}
+
+func validQueue(name string, options QueueOptions) error {
+	if options.Arguments["x-queue-type"] == "quorum" {
+		switch {
+		case !options.Durable:
+			return preconditionFailed("invalid property 'non-durable' for queue %q: a quorum queue is durable", name)
+		case options.Exclusive:
+			return preconditionFailed("invalid property 'exclusive' for queue %q: a quorum queue cannot be exclusive", name)
+		case options.AutoDelete:
+			return preconditionFailed("invalid property 'auto-delete' for queue %q: a quorum queue cannot auto-delete", name)
+		}
+	}
+	for _, arg := range []string{"x-message-ttl"} {
+		if value, ok := options.Arguments[arg]; ok {
+			if ms, ok := integer(value); !ok || ms < 0 {
+				return preconditionFailed("invalid arg '%s' for queue %q: %v is not a non-negative integer of milliseconds", arg, name, value)
+			}
+		}
+	}
+	return nil
+}
+
+func equivalent(existing *queue, options QueueOptions) error {
+	name, current := existing.name, existing.options
+	if current.Durable != options.Durable {
+		return preconditionFailed("inequivalent arg 'durable' for queue %q: received %t but current is %t", name, options.Durable, current.Durable)
+	}
+	if current.Exclusive != options.Exclusive {
+		return preconditionFailed("inequivalent arg 'exclusive' for queue %q: received %t but current is %t", name, options.Exclusive, current.Exclusive)
+	}
+	if current.AutoDelete != options.AutoDelete {
+		return preconditionFailed("inequivalent arg 'auto_delete' for queue %q: received %t but current is %t", name, options.AutoDelete, current.AutoDelete)
+	}
+	names := slices.Sorted(maps.Keys(current.Arguments))
+	for arg := range options.Arguments {
+		if _, ok := current.Arguments[arg]; !ok {
+			names = append(names, arg)
+		}
+	}
+	for _, arg := range names {
+		was, now := normalArgument(arg, current.Arguments[arg]), normalArgument(arg, options.Arguments[arg])
+		if !reflect.DeepEqual(was, now) {
+			return preconditionFailed("inequivalent arg '%s' for queue %q: received %v but current is %v", arg, name, describe(now), describe(was))
+		}
+	}
+	return nil
+}
+
+// normalArgument makes equal what RabbitMQ treats as equal: integers of any
+// width, and an x-queue-type of "classic" with no x-queue-type at all.
+func normalArgument(name string, value any) any {
+	if name == "x-queue-type" && value == "classic" {
+		return nil
+	}
+	if n, ok := integer(value); ok {
+		return n
+	}
+	return value
+}
+
+func describe(value any) string {
+	if value == nil {
+		return "none"
+	}
+	return fmt.Sprintf("'%v'", value)
+}
+
+// integer reads an integer argument of any width.
+func integer(value any) (int64, bool) {
+	switch v := value.(type) {
+	case int:
+		return int64(v), true
+	case int8:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	case uint64:
+		if v > 1<<62 {
+			return 0, false
+		}
+		return int64(v), true
+	case uint:
+		if v > 1<<62 {
+			return 0, false
+		}
+		return int64(v), true
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// queueTTL is the queue's x-message-ttl, or 0 and false.
+func (q *queue) ttl() (time.Duration, bool) {
+	value, ok := q.options.Arguments["x-message-ttl"]
+	if !ok {
+		return 0, false
+	}
+	ms, ok := integer(value)
+	return time.Duration(ms) * time.Millisecond, ok
+}
+
+// bindLocked binds a queue to an exchange; by is the binding connection (nil
+// for the Broker's own helper, which may bind any queue).
+func (b *Broker) bindLocked(queueName, exchangeName, key string, by *connection) error {
+	if exchangeName == "" {
+		return accessRefused("operation not permitted on the default exchange; it routes to the queue named by the routing key without bindings")
+	}
+	x, ok := b.exchanges[exchangeName]
+	if !ok {
+		return notFound("no exchange %q in vhost '/'; declare it before binding %q to it", exchangeName, queueName)
+	}
+	q, ok := b.queues[queueName]
+	if !ok {
+		return notFound("no queue %q in vhost '/'; declare it before binding it to %q", queueName, exchangeName)
+	}
+	if q.options.Exclusive && q.owner != nil && by != nil && q.owner != by {
+		return resourceLocked("cannot obtain exclusive access to locked queue %q; it is in use by another connection", queueName)
+	}
+	for _, existing := range x.bindings {
+		if existing.queue == queueName && existing.key == key {
+			return nil
+		}
+	}
+	x.bindings = append(x.bindings, binding{queue: queueName, key: key})
+	return nil
+}
+
+// route returns the queues a message published to x with key reaches, each once.
+func (b *Broker) route(x *exchange, key string) []*queue {
+	var targets []*queue
+	seen := map[string]bool{}
+	for _, bound := range x.bindings {
+		if seen[bound.queue] {
+			continue
+		}
+		var matches bool
+		switch x.kind {
+		case KindFanout:
+			matches = true
+		case KindDirect:
+			matches = bound.key == key
+		case KindTopic:
+			matches = topicMatches(bound.key, key)
+		}
+		if q, ok := b.queues[bound.queue]; ok && matches {
+			seen[bound.queue] = true
+			targets = append(targets, q)
+		}
+	}
+	return targets
+}
+
+// deleteQueueLocked removes a queue, its messages and its bindings.
+func (b *Broker) deleteQueueLocked(q *queue) {
+	delete(b.queues, q.name)
+	q.deleted = true
+	q.messages = nil
+	for _, x := range b.exchanges {
+		x.bindings = slices.DeleteFunc(x.bindings, func(bound binding) bool { return bound.queue == q.name })
+	}
+	q.notify()
+}
