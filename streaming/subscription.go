@@ -71,6 +71,10 @@ type subscriptionSingleton struct{}
 
 type subscriptionOption func(*Subscription)
 
+// SubscriptionOption is the type of SubscriptionOptions' values, exported so
+// callers can assemble option lists before calling NewSubscription.
+type SubscriptionOption = subscriptionOption
+
 // NewSubscription describes a subscription to queue. It needs at least one
 // worker (AddWorkers); a subscription without workers never opens its stream.
 func NewSubscription(queue string, options ...subscriptionOption) *Subscription {

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
+	"github.com/warrenmq/messaging/handlers/retry"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// publishScenario: the batch writer with confirms against raw pipelined confirms
+// with the same window, into one durable classic queue.
+func publishScenario(s settings) scenario {
+	body := make([]byte, s.size)
+	raw := func(ctx context.Context, queue string) (measurement, error) {
+		start := time.Now()
+		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration)
+		return measurement{msgs: n, elapsed: time.Since(start)}, err
+	}
+	viaBatch := func(size int) run {
+		return func(ctx context.Context, queue string) (measurement, error) {
+			transport := rabbitmq.New(rabbitmq.Options.Address(s.url), rabbitmq.Options.MaxOutstandingPublishes(s.window))
+			defer transport.Close()
+			writer := batch.New(transport)
+			defer writer.Close()
+			dispatches := make([]messaging.Dispatch, size)
+			for i := range dispatches {
+				dispatches[i] = messaging.Dispatch{RoutingKey: queue, Mandatory: true, ContentType: "application/octet-stream", Payload: body}
+			}
+			start := time.Now()
+			deadline := start.Add(s.duration)
+			total := 0
+			for time.Now().Before(deadline) {
+				n, err := writer.Write(ctx, dispatches...)
+				total += n
+				if err != nil {
+					return measurement{msgs: total, elapsed: time.Since(start)}, err
+				}
+			}
+			return measurement{msgs: total, elapsed: time.Since(start)}, nil
+		}
+	}
+	return scenario{name: "publish", raw: raw, ours: []namedRun{
+		{name: "batch-100", run: viaBatch(100)},
+		{name: "batch-1000", run: viaBatch(1000)},
+	}}
+}
+
+type benchMessage struct {
+	Data string `json:"data"`
+}
+
+// consumeScenario: streaming + serialization + retry against a raw consumer with
+// prefetch and multiple-ack, draining the same preloaded queue.
+func consumeScenario(s settings) scenario {
+	body, _ := json.Marshal(benchMessage{Data: strings.Repeat("x", max(0, s.size-12))})
+	limit := time.Minute
+	raw := func(ctx context.Context, queue string) (measurement, error) {
+		if err := preload(ctx, s, queue, body); err != nil {
+			return measurement{}, err
+		}
+		start := time.Now()
+		n, err := rawConsume(ctx, s.url, queue, s.window, s.messages, limit)
+		return measurement{msgs: n, elapsed: time.Since(start)}, err
+	}
+	return scenario{name: "consume", raw: raw, ours: []namedRun{
+		{name: "tuned", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeOurs(ctx, s, queue, body, limit,
+				streaming.SubscriptionOptions.BufferCapacity(uint16(min(s.window, 65535))),
+				streaming.SubscriptionOptions.BatchCapacity(uint16(min(s.window, 65535))))
+		}},
+		{name: "defaults", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeOurs(ctx, s, queue, body, limit)
+		}},
+	}}
+}
+
+func consumeOurs(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, options ...streaming.SubscriptionOption) (measurement, error) {
+	if err := preload(ctx, s, queue, body); err != nil {
+		return measurement{}, err
+	}
+	transport := rabbitmq.New(rabbitmq.Options.Address(s.url))
+	defer transport.Close()
+	decoded := serialization.New(transport,
+		serialization.Options.ReadTypes(map[string]reflect.Type{"bench": reflect.TypeOf(benchMessage{})}))
+	var handled atomic.Int64
+	done := make(chan struct{})
+	want := int64(s.messages)
+	handler := retry.New(messaging.HandlerFunc(func(_ context.Context, messages ...any) {
+		for _, m := range messages {
+			if _, ok := m.(benchMessage); !ok {
+				panic(fmt.Sprintf("bench: unexpected message %T", m))
+			}
+		}
+		if handled.Add(int64(len(messages))) >= want {
+			select {
+			case <-done:
+			default:
+				close(done)
+			}
+		}
+	}))
+	options = append([]streaming.SubscriptionOption{
+		streaming.SubscriptionOptions.AddWorkers(handler),
+		streaming.SubscriptionOptions.EstablishTopology(false),
+		streaming.SubscriptionOptions.DeadLetters(false),
+	}, options...)
+	consumer := streaming.New(decoded, streaming.Options.Subscriptions(streaming.NewSubscription(queue, options...)))
+	start := time.Now()
+	go consumer.Listen()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	elapsed := time.Since(start)
+	_ = consumer.Close()
+	n := int(handled.Load())
+	if n < s.messages {
+		return measurement{msgs: n, elapsed: elapsed}, fmt.Errorf("consumed %d of %d within %s", n, s.messages, limit)
+	}
+	return measurement{msgs: n, elapsed: elapsed}, nil
+}
+
+// preload fills the queue with s.messages JSON messages of type "bench", with
+// the raw client (not timed).
+func preload(ctx context.Context, s settings, queue string, body []byte) error {
+	conn, err := amqp.Dial(s.url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return err
+	}
+	if err := ch.Confirm(false); err != nil {
+		return err
+	}
+	pending := make([]*amqp.DeferredConfirmation, 0, s.window)
+	for i := range s.messages {
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
+			DeliveryMode: amqp.Persistent, ContentType: "application/json", Type: "bench",
+			MessageId: fmt.Sprintf("m-%d", i), Body: body,
+		})
+		if err != nil {
+			return err
+		}
+		pending = append(pending, c)
+		if len(pending) == s.window {
+			for _, p := range pending {
+				if _, err := p.WaitContext(ctx); err != nil {
+					return err
+				}
+			}
+			pending = pending[:0]
+		}
+	}
+	for _, p := range pending {
+		if _, err := p.WaitContext(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}

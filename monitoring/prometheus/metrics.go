@@ -1,0 +1,135 @@
+// Package prometheus implements every package's Monitor with Prometheus metrics
+// named as the core seed's alerting tables name them, so a service wires metrics
+// in one line per package:
+//
+//	metrics, err := prometheus.New(registry, "orders", "shipments")
+//	transport := rabbitmq.New(rabbitmq.Options.Monitor(metrics.Transport()))
+//	outbox, dispatcher := sqlmq.New(transport, sqlmq.Options.Monitor(metrics.Outbox()))
+//	consumer := streaming.New(encoded, streaming.Options.Monitor(metrics.Streaming()))
+//
+// Per-stream metrics carry a stream label whose values are fixed at
+// construction: the queue names given to New, plus "other" for any name not
+// given, so a label never grows without bound. The core packages do not import
+// Prometheus; only this package does.
+package prometheus
+
+import (
+	"errors"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+)
+
+// OtherStream is the stream label for queue names not passed to New.
+const OtherStream = "other"
+
+// Metrics holds every instrument and hands out the per-package monitors.
+type Metrics struct {
+	streams map[string]struct{}
+
+	commits        *prom.CounterVec
+	commitTimeouts prom.Counter
+	rollbacks      *prom.CounterVec
+	opens          *prom.CounterVec
+	closes         prom.Counter
+	blocked        prom.Gauge
+	publishes      prom.Counter
+
+	stored    prom.Counter
+	published prom.Counter
+	confirmed prom.Counter
+	retired   prom.Counter
+	lag       prom.Histogram
+
+	streamOpened   *prom.CounterVec
+	streamClosed   *prom.CounterVec
+	batchSeconds   *prom.HistogramVec
+	acknowledged   *prom.CounterVec
+	shutdownForced *prom.CounterVec
+	settled        *prom.CounterVec
+
+	handleAttempts *prom.CounterVec
+	transactions   *prom.CounterVec
+	encoded        *prom.CounterVec
+	decoded        *prom.CounterVec
+}
+
+// New registers the instruments with registerer (prom.DefaultRegisterer when nil)
+// and returns them. streams are the queue names the streaming and settlement
+// monitors label per stream.
+func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
+	if registerer == nil {
+		registerer = prom.DefaultRegisterer
+	}
+	m := &Metrics{streams: map[string]struct{}{}}
+	for _, s := range streams {
+		m.streams[s] = struct{}{}
+	}
+	counter := func(name, help string) prom.Counter {
+		return prom.NewCounter(prom.CounterOpts{Name: name, Help: help})
+	}
+	counterVec := func(name, help string, labels ...string) *prom.CounterVec {
+		return prom.NewCounterVec(prom.CounterOpts{Name: name, Help: help}, labels)
+	}
+
+	m.commits = counterVec("amqp_commit_total", "Commit writer commits by result (success, failure, timeout).", "result")
+	m.commitTimeouts = counter("amqp_commit_timeout_total", "Commits that did not complete within the broker timeout; the connection was severed.")
+	m.rollbacks = counterVec("amqp_rollback_total", "Commit writer rollbacks by result.", "result")
+	m.opens = counterVec("amqp_connection_open_total", "Broker connection attempts by result.", "result")
+	m.closes = counter("amqp_connection_close_total", "Broker connections closed, by anyone.")
+	m.blocked = prom.NewGauge(prom.GaugeOpts{Name: "amqp_connection_blocked", Help: "1 while the broker blocks a connection (memory or disk alarm)."})
+	m.publishes = counter("amqp_publish_total", "Messages published to the broker.")
+
+	m.stored = counter("outbox_stored_total", "Messages committed to the outbox table.")
+	m.published = counter("outbox_published_total", "Outbox messages handed to the transport, retries included.")
+	m.confirmed = counter("outbox_confirmed_total", "Outbox messages the broker confirmed and the relay marked dispatched.")
+	m.retired = counter("outbox_retired_total", "Outbox messages retired after repeated refusals; they wait for an operator.")
+	m.lag = prom.NewHistogram(prom.HistogramOpts{Name: "outbox_dispatch_lag_seconds", Help: "Time from the outbox commit to the broker's confirmation.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300}})
+
+	m.streamOpened = counterVec("consumer_stream_opened_total", "Attempts to open a subscription's stream, by result.", "stream", "result")
+	m.streamClosed = counterVec("consumer_stream_closed_total", "Live stream sessions that ended.", "stream")
+	m.batchSeconds = prom.NewHistogramVec(prom.HistogramOpts{Name: "consumer_batch_seconds", Help: "Time a handler took for a batch, inner retries included.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"stream"})
+	m.acknowledged = counterVec("consumer_acknowledged_total", "Deliveries acknowledged (result=success) or whose acknowledgement failed (result=failure; they will be redelivered).", "stream", "result")
+	m.shutdownForced = counterVec("consumer_shutdown_forced_total", "Shutdowns that abandoned in-flight deliveries.", "stream")
+	m.settled = counterVec("consumer_settled_total", "Settlement decisions by action (accepted, retried, dead_lettered, parked, in_progress, set_aside_failed).", "stream", "action")
+
+	m.handleAttempts = counterVec("handler_attempts_total", "Handler attempts under the retry decorator, by result.", "result")
+	m.transactions = counterVec("handler_transactions_total", "Handler transactions by event (started, committed, rolled_back) and result.", "event", "result")
+	m.encoded = counterVec("serialization_encoded_total", "Messages encoded, by result.", "result")
+	m.decoded = counterVec("serialization_decoded_total", "Messages decoded, by result.", "result")
+
+	var errs []error
+	for _, c := range []prom.Collector{
+		m.commits, m.commitTimeouts, m.rollbacks, m.opens, m.closes, m.blocked, m.publishes,
+		m.stored, m.published, m.confirmed, m.retired, m.lag,
+		m.streamOpened, m.streamClosed, m.batchSeconds, m.acknowledged, m.shutdownForced, m.settled,
+		m.handleAttempts, m.transactions, m.encoded, m.decoded,
+	} {
+		if err := registerer.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// stream maps a queue name onto a bounded label value.
+func (m *Metrics) stream(name string) string {
+	if _, ok := m.streams[name]; ok {
+		return name
+	}
+	return OtherStream
+}
+
+func result(err error) string {
+	if err != nil {
+		return "failure"
+	}
+	return "success"
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }

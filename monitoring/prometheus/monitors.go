@@ -1,0 +1,121 @@
+package prometheus
+
+import (
+	"errors"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/deadletter"
+	"github.com/warrenmq/messaging/handlers/retry"
+	"github.com/warrenmq/messaging/handlers/transactional"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// Transport returns the rabbitmq.Monitor.
+func (m *Metrics) Transport() rabbitmq.Monitor { return transportMonitor{m} }
+
+// Outbox returns the sqlmq.Monitor.
+func (m *Metrics) Outbox() sqlmq.Monitor { return outboxMonitor{m} }
+
+// Streaming returns the streaming.Monitor.
+func (m *Metrics) Streaming() streaming.Monitor { return streamingMonitor{m} }
+
+// Settlement returns the deadletter.Monitor.
+func (m *Metrics) Settlement() deadletter.Monitor { return settlementMonitor{m} }
+
+// Retry returns the retry.Monitor.
+func (m *Metrics) Retry() retry.Monitor { return retryMonitor{m} }
+
+// Transactional returns the transactional.Monitor (also fits sqltx).
+func (m *Metrics) Transactional() transactional.Monitor { return transactionMonitor{m} }
+
+// Serialization returns the serialization.Monitor.
+func (m *Metrics) Serialization() serialization.Monitor { return serializationMonitor{m} }
+
+type transportMonitor struct{ m *Metrics }
+
+func (t transportMonitor) ConnectionOpened(err error) { t.m.opens.WithLabelValues(result(err)).Inc() }
+func (t transportMonitor) ConnectionClosed()          { t.m.closes.Inc() }
+func (t transportMonitor) ConnectionBlocked(string)   { t.m.blocked.Set(1) }
+func (t transportMonitor) ConnectionUnblocked()       { t.m.blocked.Set(0) }
+func (t transportMonitor) DispatchPublished()         { t.m.publishes.Inc() }
+func (t transportMonitor) TransactionCommitted(err error) {
+	switch {
+	case err == nil:
+		t.m.commits.WithLabelValues("success").Inc()
+	case errors.Is(err, messaging.ErrCommitTimeout):
+		t.m.commits.WithLabelValues("timeout").Inc()
+		t.m.commitTimeouts.Inc()
+	default:
+		t.m.commits.WithLabelValues("failure").Inc()
+	}
+}
+func (t transportMonitor) TransactionRolledBack(err error) {
+	t.m.rollbacks.WithLabelValues(result(err)).Inc()
+}
+
+type outboxMonitor struct{ m *Metrics }
+
+func (o outboxMonitor) MessageStored(count int)       { o.m.stored.Add(float64(count)) }
+func (o outboxMonitor) MessagePublished(count int)    { o.m.published.Add(float64(count)) }
+func (o outboxMonitor) MessageConfirmed(count int)    { o.m.confirmed.Add(float64(count)) }
+func (o outboxMonitor) MessageRetired(count int)      { o.m.retired.Add(float64(count)) }
+func (o outboxMonitor) DispatchLag(lag time.Duration) { o.m.lag.Observe(seconds(lag)) }
+
+type streamingMonitor struct{ m *Metrics }
+
+func (s streamingMonitor) StreamOpened(stream string, err error) {
+	s.m.streamOpened.WithLabelValues(s.m.stream(stream), result(err)).Inc()
+}
+func (s streamingMonitor) StreamClosed(stream string) {
+	s.m.streamClosed.WithLabelValues(s.m.stream(stream)).Inc()
+}
+func (s streamingMonitor) BatchHandled(stream string, _ int, duration time.Duration) {
+	s.m.batchSeconds.WithLabelValues(s.m.stream(stream)).Observe(seconds(duration))
+}
+func (s streamingMonitor) BatchAcknowledged(stream string, count int, err error) {
+	s.m.acknowledged.WithLabelValues(s.m.stream(stream), result(err)).Add(float64(count))
+}
+func (s streamingMonitor) ShutdownForced(stream string) {
+	s.m.shutdownForced.WithLabelValues(s.m.stream(stream)).Inc()
+}
+
+type settlementMonitor struct{ m *Metrics }
+
+func (s settlementMonitor) Settled(queue, action, _ string) {
+	s.m.settled.WithLabelValues(s.m.stream(queue), action).Inc()
+}
+
+type retryMonitor struct{ m *Metrics }
+
+func (r retryMonitor) HandleAttempted(_ int, value any) {
+	if value == nil {
+		r.m.handleAttempts.WithLabelValues("success").Inc()
+		return
+	}
+	r.m.handleAttempts.WithLabelValues("failure").Inc()
+}
+
+type transactionMonitor struct{ m *Metrics }
+
+func (t transactionMonitor) TransactionStarted(err error) {
+	t.m.transactions.WithLabelValues("started", result(err)).Inc()
+}
+func (t transactionMonitor) TransactionCommitted(err error) {
+	t.m.transactions.WithLabelValues("committed", result(err)).Inc()
+}
+func (t transactionMonitor) TransactionRolledBack(err error) {
+	t.m.transactions.WithLabelValues("rolled_back", result(err)).Inc()
+}
+
+type serializationMonitor struct{ m *Metrics }
+
+func (s serializationMonitor) MessageEncoded(err error) {
+	s.m.encoded.WithLabelValues(result(err)).Inc()
+}
+func (s serializationMonitor) MessageDecoded(err error) {
+	s.m.decoded.WithLabelValues(result(err)).Inc()
+}

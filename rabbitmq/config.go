@@ -1,0 +1,150 @@
+package rabbitmq
+
+import (
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// Defaults of the options. A zero or negative duration or capacity passed to an
+// option means its default, never "no limit".
+const (
+	DefaultAddress                 = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultHeartbeat               = 10 * time.Second
+	DefaultBrokerTimeout           = 30 * time.Second
+	DefaultMaxOutstandingPublishes = 1000
+)
+
+// Options is the entry point for configuring the transport:
+// rabbitmq.New(rabbitmq.Options.Address("amqp://..."), rabbitmq.Options.Monitor(m)).
+var Options singleton
+
+type singleton struct{}
+
+type option func(*configuration)
+
+type configuration struct {
+	address        string
+	tls            *tls.Config
+	heartbeat      time.Duration
+	brokerTimeout  time.Duration
+	dialer         adapter.Dialer
+	logger         *slog.Logger
+	monitor        Monitor
+	connectionName string
+	maxOutstanding int
+	origin         string
+	clock          Clock
+}
+
+// Address is the broker's AMQP URI (amqps:// dials TLS). Default
+// amqp://guest:guest@127.0.0.1:5672/.
+func (singleton) Address(value string) option {
+	return func(c *configuration) { c.address = value }
+}
+
+// TLS is the TLS configuration for amqps:// addresses. Default: derived from the
+// address.
+func (singleton) TLS(value *tls.Config) option {
+	return func(c *configuration) { c.tls = value }
+}
+
+// Heartbeat is the AMQP heartbeat interval; a dead socket goes unnoticed for about
+// 1.5 times this value. Default 10s.
+func (singleton) Heartbeat(value time.Duration) option {
+	return func(c *configuration) { c.heartbeat = value }
+}
+
+// BrokerTimeout bounds every wait on the broker: connect, channel open, declare,
+// publish, confirm, commit, acknowledge, cancel and close. A wait that reaches it
+// severs the connection. Default 30s.
+func (singleton) BrokerTimeout(value time.Duration) option {
+	return func(c *configuration) { c.brokerTimeout = value }
+}
+
+// Dialer replaces the amqp091-go dialer, for tests with fakes.
+func (singleton) Dialer(value adapter.Dialer) option {
+	return func(c *configuration) { c.dialer = value }
+}
+
+// Logger receives the transport's WARN and INFO lines. Default: discarded.
+func (singleton) Logger(value *slog.Logger) option {
+	return func(c *configuration) { c.logger = value }
+}
+
+// Monitor receives the transport's callbacks. Default: a no-op.
+func (singleton) Monitor(value Monitor) option {
+	return func(c *configuration) { c.monitor = value }
+}
+
+// ConnectionName is reported to the broker as the connection_name property, which
+// the management UI and rabbitmqctl show. Default: none.
+func (singleton) ConnectionName(value string) option {
+	return func(c *configuration) { c.connectionName = value }
+}
+
+// MaxOutstandingPublishes bounds the publishes awaiting a confirm on one channel.
+// A write that finds the window full waits, then fails. Default 1000.
+func (singleton) MaxOutstandingPublishes(value int) option {
+	return func(c *configuration) { c.maxOutstanding = value }
+}
+
+// Origin is written as x-acemq-origin when a Dispatch has none. Default
+// acemq@{hostname}, or acemq@unknown when the host has no name.
+func (singleton) Origin(value string) option {
+	return func(c *configuration) { c.origin = value }
+}
+
+// Clock replaces the system clock, for tests.
+func (singleton) Clock(value Clock) option {
+	return func(c *configuration) { c.clock = value }
+}
+
+func newConfiguration(options ...option) configuration {
+	var c configuration
+	for _, apply := range options {
+		if apply != nil {
+			apply(&c)
+		}
+	}
+	if c.address == "" {
+		c.address = DefaultAddress
+	}
+	if c.heartbeat <= 0 {
+		c.heartbeat = DefaultHeartbeat
+	}
+	if c.brokerTimeout <= 0 {
+		c.brokerTimeout = DefaultBrokerTimeout
+	}
+	if c.dialer == nil {
+		c.dialer = adapter.NewDialer()
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	if c.maxOutstanding <= 0 {
+		c.maxOutstanding = DefaultMaxOutstandingPublishes
+	}
+	if c.origin == "" {
+		c.origin = defaultOrigin()
+	}
+	if c.clock == nil {
+		c.clock = systemClock{}
+	}
+	return c
+}
+
+func defaultOrigin() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "acemq@unknown"
+	}
+	return "acemq@" + host
+}

@@ -1,0 +1,217 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// connection is one AMQP connection. It watches the broker's close and
+// blocked notifications and severs the socket when a wait on the broker passes the
+// broker timeout.
+type connection struct {
+	config  *configuration
+	raw     adapter.Connection
+	forget  func(*connection)
+	watched chan struct{} // closed once the watcher has seen the connection close
+
+	mu            sync.Mutex
+	closing       bool
+	ended         bool
+	endReason     string
+	blocked       bool
+	blockedReason string
+	paused        chan struct{} // closed while the broker blocks the connection
+}
+
+func newConnection(config *configuration, raw adapter.Connection, forget func(*connection)) *connection {
+	c := &connection{
+		config:  config,
+		raw:     raw,
+		forget:  forget,
+		watched: make(chan struct{}),
+		paused:  make(chan struct{}),
+	}
+	closes := raw.NotifyClose(make(chan *amqp.Error, 1))
+	blocks := raw.NotifyBlocked(make(chan amqp.Blocking, 8))
+	go c.watch(closes, blocks)
+	return c
+}
+
+// watch follows the connection until it closes, whoever closes it.
+func (c *connection) watch(closes <-chan *amqp.Error, blocks <-chan amqp.Blocking) {
+	defer close(c.watched)
+	for {
+		select {
+		case b, ok := <-blocks:
+			if !ok {
+				blocks = nil
+				continue
+			}
+			c.setBlocked(b)
+		case err := <-closes:
+			reason := "closed by the application"
+			if err != nil {
+				reason = err.Error()
+			}
+			c.mu.Lock()
+			c.ended = true
+			c.endReason = reason
+			c.mu.Unlock()
+			c.config.logger.Info(fmt.Sprintf("AMQP connection closed (reason: %s)", reason), "reason", reason)
+			c.config.monitor.ConnectionClosed()
+			c.forget(c)
+			return
+		}
+	}
+}
+
+func (c *connection) setBlocked(b amqp.Blocking) {
+	c.mu.Lock()
+	if b.Active == c.blocked {
+		c.mu.Unlock()
+		return
+	}
+	c.blocked = b.Active
+	if b.Active {
+		c.blockedReason = b.Reason
+		close(c.paused)
+	} else {
+		c.blockedReason = ""
+		c.paused = make(chan struct{})
+	}
+	c.mu.Unlock()
+
+	if b.Active {
+		c.config.logger.Warn(fmt.Sprintf("AMQP connection blocked by broker (reason: %s)", b.Reason), "reason", b.Reason)
+		c.config.monitor.ConnectionBlocked(b.Reason)
+		return
+	}
+	c.config.logger.Info("AMQP connection unblocked by broker")
+	c.config.monitor.ConnectionUnblocked()
+}
+
+// usable returns why nothing can be sent on the connection, or nil.
+func (c *connection) usable() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.ended:
+		return fmt.Errorf("the AMQP connection is closed (%s); connect again: %w", c.endReason, messaging.ErrClosed)
+	case c.closing:
+		return fmt.Errorf("the AMQP connection is closing; connect again: %w", messaging.ErrClosed)
+	}
+	return nil
+}
+
+// pausedError returns the blocked error while the broker blocks the connection.
+func (c *connection) pausedError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.blocked {
+		return nil
+	}
+	return c.pausedErrorLocked()
+}
+
+func (c *connection) pausedErrorLocked() error {
+	return fmt.Errorf("the broker has blocked this connection (reason: %s), so publishing is paused until its alarm clears: %w", c.blockedReason, messaging.ErrPublishingPaused)
+}
+
+// pausedSignal returns a channel that is closed while the connection is blocked.
+func (c *connection) pausedSignal() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused
+}
+
+// call runs f, a blocking call on the broker, bounded by the broker timeout: when
+// the bound passes the connection is severed, which makes f return, and the error
+// wraps sentinel.
+func (c *connection) call(op string, sentinel error, f func() error) error {
+	e := c.bound(op)
+	err := f()
+	if e.Stop() {
+		return c.timeoutError(op, sentinel)
+	}
+	return err
+}
+
+// bound arms the broker timeout for op; if it passes before Stop, the connection
+// is severed.
+func (c *connection) bound(op string) *expiry {
+	return newExpiry(c.config.clock, c.config.brokerTimeout, func() { c.sever(op) })
+}
+
+func (c *connection) sever(op string) {
+	timeout := c.config.brokerTimeout
+	c.config.logger.Warn(fmt.Sprintf("AMQP %s did not complete within [%s]; severing the connection.", op, timeout), "timeout", timeout)
+	_ = c.raw.Sever()
+}
+
+func (c *connection) timeoutError(op string, sentinel error) error {
+	return fmt.Errorf("AMQP %s did not complete within [%s], so the connection was severed; connect again: %w", op, c.config.brokerTimeout, sentinel)
+}
+
+// openChannel opens a channel within the broker timeout.
+func (c *connection) openChannel(ctx context.Context) (adapter.Channel, error) {
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open an AMQP channel: %w", err)
+	}
+	var ch adapter.Channel
+	err := c.call("channel open", ErrConnectTimeout, func() (err error) {
+		ch, err = c.raw.Channel()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open an AMQP channel: %w", err)
+	}
+	return ch, nil
+}
+
+// closeChannel closes ch within the broker timeout. A channel the broker already
+// closed is not an error.
+func (c *connection) closeChannel(ch adapter.Channel) error {
+	err := c.call("channel close", ErrCloseTimeout, ch.Close)
+	if errors.Is(err, amqp.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close closes the connection and every channel on it, within the broker timeout.
+func (c *connection) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	c.mu.Unlock()
+
+	err := c.call("connection close", ErrCloseTimeout, c.raw.Close)
+	if errors.Is(err, amqp.ErrClosed) {
+		err = nil
+	}
+	wait := newDeadline(c.config.clock, c.config.brokerTimeout)
+	defer wait.Stop()
+	select {
+	case <-c.watched:
+	case <-wait.C:
+		c.sever("connection close")
+		if err == nil {
+			err = c.timeoutError("connection close", ErrCloseTimeout)
+		}
+	}
+	c.forget(c)
+	return err
+}

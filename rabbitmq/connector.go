@@ -1,0 +1,161 @@
+// Package rabbitmq is the RabbitMQ transport: a messaging.Connector over
+// github.com/rabbitmq/amqp091-go with publisher confirms, mandatory returns matched
+// to their messages, blocked-connection notifications, and a bound on every wait on
+// the broker. Configure it with the Options singleton.
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+type connector struct {
+	config *configuration
+
+	mu     sync.Mutex
+	closed bool
+	open   map[*connection]struct{}
+}
+
+// New returns a Connector whose every Connect dials a new AMQP connection. Its
+// Close closes every connection it opened that is still open.
+func New(options ...option) messaging.Connector {
+	config := newConfiguration(options...)
+	return &connector{config: &config, open: map[*connection]struct{}{}}
+}
+
+// Connect dials the broker and completes the handshake within the broker timeout.
+// It does not retry: a refused credential or an unreachable broker is returned at
+// once, for the caller to decide.
+func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("connect through a closed rabbitmq connector; create a new one with rabbitmq.New: %w", messaging.ErrClosed)
+	}
+
+	raw, err := c.dial(ctx)
+	c.config.monitor.ConnectionOpened(err)
+	if err != nil {
+		return nil, err
+	}
+	conn := newConnection(c.config, raw, c.forget)
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		_ = conn.Close()
+		return nil, fmt.Errorf("the rabbitmq connector was closed while connecting: %w", messaging.ErrClosed)
+	}
+	c.open[conn] = struct{}{}
+	c.mu.Unlock()
+	return conn, nil
+}
+
+func (c *connector) forget(conn *connection) {
+	c.mu.Lock()
+	delete(c.open, conn)
+	c.mu.Unlock()
+}
+
+// Close closes every open connection; later Connects fail with messaging.ErrClosed.
+func (c *connector) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	open := make([]*connection, 0, len(c.open))
+	for conn := range c.open {
+		open = append(open, conn)
+	}
+	c.mu.Unlock()
+
+	var errs []error
+	for _, conn := range open {
+		errs = append(errs, conn.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (c *connector) dial(ctx context.Context) (adapter.Connection, error) {
+	address := redact(c.config.address)
+	if _, err := amqp.ParseURI(c.config.address); err != nil {
+		detail := strings.ReplaceAll(err.Error(), c.config.address, address)
+		return nil, fmt.Errorf("the broker address %s is malformed (%s); give rabbitmq.Options.Address a URI such as amqp://user:password@host:5672/vhost", address, detail)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("connect to %s abandoned before dialling: %w", address, err)
+	}
+
+	properties := amqp.NewConnectionProperties()
+	if c.config.connectionName != "" {
+		properties.SetClientConnectionName(c.config.connectionName)
+	}
+	config := amqp.Config{
+		Heartbeat:  c.config.heartbeat,
+		Properties: properties,
+		Locale:     "en_US",
+	}
+	if c.config.tls != nil {
+		config.TLSClientConfig = c.config.tls.Clone()
+	}
+
+	dialCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	expiry := newExpiry(c.config.clock, c.config.brokerTimeout, cancel)
+	conn, err := c.config.dialer.Dial(dialCtx, c.config.address, config)
+	timedOut := expiry.Stop()
+	if err == nil && (timedOut || ctx.Err() != nil) {
+		// The handshake finished as the bound passed; do not keep a connection the
+		// caller was told failed.
+		_ = conn.Sever()
+		err = context.Cause(dialCtx)
+	}
+	if err == nil {
+		return conn, nil
+	}
+	switch {
+	case timedOut:
+		return nil, fmt.Errorf("connect to %s did not complete within [%s] (%v); is the broker running and reachable? %w", address, c.config.brokerTimeout, err, ErrConnectTimeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("connect to %s abandoned (%v): %w", address, err, ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return nil, fmt.Errorf("connect to %s abandoned: %w", address, err)
+	}
+	if errors.Is(err, amqp.ErrVhost) {
+		return nil, fmt.Errorf("the broker at %s refused access to the virtual host; check the vhost in the address and the user's permissions: %w", address, err)
+	}
+	var amqpErr *amqp.Error
+	if errors.As(err, &amqpErr) {
+		switch amqpErr.Code {
+		case amqp.AccessRefused:
+			return nil, fmt.Errorf("the broker at %s refused the credentials (403 ACCESS_REFUSED: %s); check the user name and password in the address: %w", address, amqpErr.Reason, err)
+		case amqp.NotAllowed:
+			return nil, fmt.Errorf("the broker at %s refused access to the virtual host (530 NOT_ALLOWED: %s); check the vhost in the address and the user's permissions: %w", address, amqpErr.Reason, err)
+		}
+	}
+	return nil, fmt.Errorf("connect to %s failed: %w; is the broker running (`make services` starts it locally)?", address, err)
+}
+
+// redact hides the password of an address for logs and errors, even when the
+// address does not parse.
+func redact(address string) string {
+	if u, err := url.Parse(address); err == nil {
+		return u.Redacted()
+	}
+	scheme, rest, ok := strings.Cut(address, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return address
+	}
+	user, _, _ := strings.Cut(rest[:at], ":")
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+}

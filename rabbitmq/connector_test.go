@@ -1,0 +1,228 @@
+package rabbitmq
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestConnectorFixture(t *testing.T) {
+	gunit.Run(new(ConnectorFixture), t)
+}
+
+type ConnectorFixture struct {
+	*gunit.Fixture
+	h *harness
+}
+
+func (f *ConnectorFixture) Setup() {
+	f.h = newHarness()
+}
+
+func (f *ConnectorFixture) connector(extra ...option) messaging.Connector {
+	return New(f.h.options(extra...)...)
+}
+
+func (f *ConnectorFixture) TestDefaultsReplaceZeroAndNegativeValues() {
+	config := newConfiguration(Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5))
+
+	f.So(config.address, should.Equal, "amqp://guest:guest@127.0.0.1:5672/")
+	f.So(config.heartbeat, should.Equal, 10*time.Second)
+	f.So(config.brokerTimeout, should.Equal, 30*time.Second)
+	f.So(config.maxOutstanding, should.Equal, 1000)
+	f.So(config.origin, should.StartWith, "acemq@")
+	f.So(config.monitor, should.Resemble, NopMonitor{})
+	f.So(config.clock, should.Resemble, systemClock{})
+	f.So(config.dialer, should.NotBeNil)
+	f.So(config.logger, should.NotBeNil)
+}
+
+func (f *ConnectorFixture) TestConnectDialsWithTheConfiguredSettings() {
+	tlsConfig := &tls.Config{ServerName: "broker"}
+	connector := f.connector(
+		Options.Address("amqps://user:secret@broker:5671/vhost"),
+		Options.Heartbeat(3*time.Second),
+		Options.ConnectionName("orders-service"),
+		Options.TLS(tlsConfig),
+	)
+
+	conn, err := connector.Connect(context.Background())
+
+	f.So(err, should.BeNil)
+	f.So(conn, should.NotBeNil)
+	f.So(f.h.dialer.addresses, should.Resemble, []string{"amqps://user:secret@broker:5671/vhost"})
+	config := f.h.dialer.configs[0]
+	f.So(config.Heartbeat, should.Equal, 3*time.Second)
+	f.So(config.Properties["connection_name"], should.Equal, "orders-service")
+	f.So(config.TLSClientConfig.ServerName, should.Equal, "broker")
+	f.So(config.TLSClientConfig, should.NotPointTo, tlsConfig)
+	f.So(f.h.monitor.Events(), should.Resemble, []string{"opened"})
+	f.So(f.h.monitor.Errors()[0], should.BeNil)
+}
+
+func (f *ConnectorFixture) TestMalformedAddressFailsWithoutDialling() {
+	_, err := f.connector(Options.Address("amqp://user:secret@host:notaport/")).Connect(context.Background())
+
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "malformed")
+	f.So(err.Error(), should.NotContainSubstring, "secret")
+	f.So(f.h.dialer.configs, should.BeEmpty)
+	f.So(f.h.monitor.Events(), should.Resemble, []string{"opened"})
+	f.So(f.h.monitor.Errors()[0], should.Equal, err)
+}
+
+func (f *ConnectorFixture) TestRefusedCredentialsSayWhatToFix() {
+	f.h.dialer.err = amqp.ErrCredentials
+
+	_, err := f.connector(Options.Address("amqp://guest:secret@host:5672/")).Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "refused the credentials")
+	f.So(err.Error(), should.NotContainSubstring, "secret")
+	f.So(errors.Is(err, amqp.ErrCredentials), should.BeTrue)
+	f.So(len(f.h.dialer.configs), should.Equal, 1) // no retry loop
+}
+
+func (f *ConnectorFixture) TestRefusedVirtualHostSaysSo() {
+	f.h.dialer.err = &amqp.Error{Code: amqp.NotAllowed, Reason: "vhost nope not found", Server: true}
+
+	_, err := f.connector().Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "refused access to the virtual host")
+}
+
+func (f *ConnectorFixture) TestUnreachableBrokerSaysHowToStartIt() {
+	f.h.dialer.err = errors.New("dial tcp 127.0.0.1:5672: connect: connection refused")
+
+	_, err := f.connector().Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "connection refused")
+	f.So(err.Error(), should.ContainSubstring, "is the broker running")
+}
+
+func (f *ConnectorFixture) TestAStalledHandshakeEndsAtTheBrokerTimeout() {
+	f.h.dialer.block = true
+	connector := f.connector(Options.BrokerTimeout(7 * time.Second))
+	result := make(chan error, 1)
+	go func() {
+		_, err := connector.Connect(context.Background())
+		result <- err
+	}()
+	receive(f.T(), f.h.dialer.dialing, "the dial")
+
+	f.So(receive(f.T(), f.h.clock.armed, "the bound"), should.Equal, 7*time.Second)
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Connect to return")
+
+	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "did not complete within [7s]")
+	f.So(f.h.monitor.Errors()[0], should.Equal, err)
+}
+
+func (f *ConnectorFixture) TestACancelledContextAbandonsTheDial() {
+	f.h.dialer.block = true
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() {
+		_, err := f.connector().Connect(ctx)
+		result <- err
+	}()
+	receive(f.T(), f.h.dialer.dialing, "the dial")
+	cancel()
+
+	err := receive(f.T(), result, "Connect to return")
+
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(errors.Is(err, ErrConnectTimeout), should.BeFalse)
+}
+
+func (f *ConnectorFixture) TestCloseClosesEveryOpenConnectionAndRefusesNewOnes() {
+	connector := f.connector()
+	_, _ = connector.Connect(context.Background())
+	_, _ = connector.Connect(context.Background())
+
+	err := connector.Close()
+
+	f.So(err, should.BeNil)
+	for _, conn := range f.h.dialer.connections {
+		f.So(conn.closeCalls, should.Equal, 1)
+	}
+	_, err = connector.Connect(context.Background())
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *ConnectorFixture) TestAConnectionClosedByTheBrokerIsReportedWithItsReason() {
+	connector := f.connector()
+	_, _ = connector.Connect(context.Background())
+
+	f.h.dialer.last().BrokerClose("CONNECTION_FORCED - closed via management plugin")
+
+	f.h.monitor.await(f.T(), "closed")
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection closed (reason: Exception (320) Reason: \\\"CONNECTION_FORCED - closed via management plugin\\\")")
+	f.So(connector.Close(), should.BeNil)
+	f.So(f.h.dialer.last().closeCalls, should.Equal, 0) // forgotten once closed
+}
+
+func (f *ConnectorFixture) TestAConnectionClosedByTheApplicationIsReportedOnce() {
+	conn, _ := f.connector().Connect(context.Background())
+
+	f.So(conn.Close(), should.BeNil)
+	f.So(conn.Close(), should.BeNil)
+
+	f.So(f.h.monitor.Events(), should.Resemble, []string{"opened", "closed"})
+	f.So(f.h.logs.String(), should.ContainSubstring, "closed by the application")
+}
+
+func (f *ConnectorFixture) TestAStalledCloseSeversAtTheBrokerTimeout() {
+	conn, _ := f.connector().Connect(context.Background())
+	raw := f.h.dialer.last()
+	raw.blockClose = true
+	result := make(chan error, 1)
+	go func() { result <- conn.Close() }()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Close to return")
+
+	f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
+	f.So(raw.isSevered(), should.BeTrue)
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection close did not complete within [30s]; severing the connection.")
+}
+
+func (f *ConnectorFixture) TestOpeningAChannelIsBounded() {
+	conn, _ := f.connector().Connect(context.Background())
+	f.h.dialer.last().blockOpen = true
+	result := make(chan error, 1)
+	go func() {
+		_, err := conn.Writer(context.Background())
+		result <- err
+	}()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Writer to return")
+
+	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+	f.So(strings.Contains(err.Error(), "channel open"), should.BeTrue)
+}
+
+func (f *ConnectorFixture) TestBlockedAndUnblockedAreReportedAndLogged() {
+	_, _ = f.connector().Connect(context.Background())
+	raw := f.h.dialer.last()
+
+	raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+	raw.Block(false, "")
+	f.h.monitor.await(f.T(), "unblocked")
+
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection blocked by broker (reason: low on memory)")
+	f.So(f.h.logs.String(), should.ContainSubstring, "level=WARN")
+}

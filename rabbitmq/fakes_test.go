@@ -1,0 +1,576 @@
+package rabbitmq
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// waitLimit bounds how long a test waits for the code under test to reach a
+// point; reaching it is the assertion, so the limit only turns a hang into a failure.
+const waitLimit = 5 * time.Second
+
+// tb is the part of testing.T and gunit.TestingT the helpers use.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+func receive[T any](t tb, c <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}
+
+// fakeClock fires its timers only when the test calls Expire.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+	armed  chan time.Duration
+}
+
+type fakeTimer struct {
+	d       time.Duration
+	f       func()
+	stopped bool
+	fired   bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.UnixMilli(1_700_000_000_000).UTC(), armed: make(chan time.Duration, 10_000)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	t := &fakeTimer{d: d, f: f}
+	c.timers = append(c.timers, t)
+	c.mu.Unlock()
+	c.armed <- d
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.stopped || t.fired {
+			return false
+		}
+		t.stopped = true
+		return true
+	}
+}
+
+// Expire fires every armed timer and returns how many fired.
+func (c *fakeClock) Expire() int {
+	c.mu.Lock()
+	var due []*fakeTimer
+	for _, t := range c.timers {
+		if !t.stopped && !t.fired {
+			t.fired = true
+			due = append(due, t)
+		}
+	}
+	c.timers = nil
+	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
+	return len(due)
+}
+
+// awaitActive waits until at least n timers are armed and neither stopped nor fired.
+func (c *fakeClock) awaitActive(t tb, n int) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for len(c.Active()) < n {
+		select {
+		case <-c.armed:
+		case <-deadline:
+			t.Fatalf("waited for %d armed timers; %d are", n, len(c.Active()))
+		}
+	}
+}
+
+// Active returns the durations of the timers armed and neither stopped nor fired.
+func (c *fakeClock) Active() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var active []time.Duration
+	for _, t := range c.timers {
+		if !t.stopped && !t.fired {
+			active = append(active, t.d)
+		}
+	}
+	return active
+}
+
+// fakeDialer hands out fake connections, or fails, or blocks until ctx ends.
+type fakeDialer struct {
+	mu          sync.Mutex
+	err         error
+	block       bool
+	dialing     chan struct{}
+	configs     []amqp.Config
+	addresses   []string
+	connections []*fakeConnection
+}
+
+func newFakeDialer() *fakeDialer { return &fakeDialer{dialing: make(chan struct{}, 100)} }
+
+func (d *fakeDialer) Dial(ctx context.Context, address string, config amqp.Config) (adapter.Connection, error) {
+	d.mu.Lock()
+	d.configs = append(d.configs, config)
+	d.addresses = append(d.addresses, address)
+	err, block := d.err, d.block
+	d.mu.Unlock()
+	d.dialing <- struct{}{}
+	if block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	conn := newFakeConnection()
+	d.mu.Lock()
+	d.connections = append(d.connections, conn)
+	d.mu.Unlock()
+	return conn, nil
+}
+
+func (d *fakeDialer) last() *fakeConnection {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.connections[len(d.connections)-1]
+}
+
+// fakeConnection mimics amqp091's notifications; calls configured to block
+// return only when the connection is severed.
+type fakeConnection struct {
+	mu         sync.Mutex
+	closes     []chan *amqp.Error
+	blocks     []chan amqp.Blocking
+	channels   []*fakeChannel
+	opened     chan *fakeChannel
+	severed    chan struct{}
+	severOnce  sync.Once
+	shutOnce   sync.Once
+	blockClose bool
+	blockOpen  bool
+	closeCalls int
+}
+
+func newFakeConnection() *fakeConnection {
+	return &fakeConnection{severed: make(chan struct{}), opened: make(chan *fakeChannel, 100)}
+}
+
+func (c *fakeConnection) Channel() (adapter.Channel, error) {
+	c.mu.Lock()
+	blockOpen := c.blockOpen
+	c.mu.Unlock()
+	if blockOpen {
+		<-c.severed
+		return nil, amqp.ErrClosed
+	}
+	select {
+	case <-c.severed:
+		return nil, amqp.ErrClosed
+	default:
+	}
+	ch := newFakeChannel(c)
+	c.mu.Lock()
+	c.channels = append(c.channels, ch)
+	c.mu.Unlock()
+	c.opened <- ch
+	return ch, nil
+}
+
+func (c *fakeConnection) NotifyClose(receiver chan *amqp.Error) chan *amqp.Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closes = append(c.closes, receiver)
+	return receiver
+}
+
+func (c *fakeConnection) NotifyBlocked(receiver chan amqp.Blocking) chan amqp.Blocking {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blocks = append(c.blocks, receiver)
+	return receiver
+}
+
+func (c *fakeConnection) Close() error {
+	c.mu.Lock()
+	c.closeCalls++
+	blockClose := c.blockClose
+	c.mu.Unlock()
+	if blockClose {
+		<-c.severed
+		return amqp.ErrClosed
+	}
+	c.shutdown(nil)
+	return nil
+}
+
+func (c *fakeConnection) Sever() error {
+	c.severOnce.Do(func() { close(c.severed) })
+	c.shutdown(&amqp.Error{Code: amqp.FrameError, Reason: "connection reset by test"})
+	return nil
+}
+
+func (c *fakeConnection) isSevered() bool {
+	select {
+	case <-c.severed:
+		return true
+	default:
+		return false
+	}
+}
+
+// BrokerClose closes the connection as the broker would, with a reason.
+func (c *fakeConnection) BrokerClose(reason string) {
+	c.shutdown(&amqp.Error{Code: amqp.ConnectionForced, Reason: reason, Server: true})
+}
+
+func (c *fakeConnection) shutdown(err *amqp.Error) {
+	c.shutOnce.Do(func() {
+		c.mu.Lock()
+		channels, closes, blocks := c.channels, c.closes, c.blocks
+		c.mu.Unlock()
+		for _, ch := range channels {
+			ch.shutdown(err)
+		}
+		for _, l := range closes {
+			if err != nil {
+				l <- err
+			}
+			close(l)
+		}
+		for _, l := range blocks {
+			close(l)
+		}
+	})
+}
+
+func (c *fakeConnection) Block(active bool, reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.blocks {
+		l <- amqp.Blocking{Active: active, Reason: reason}
+	}
+}
+
+type fakePublish struct {
+	exchange, key string
+	mandatory     bool
+	msg           amqp.Publishing
+}
+
+type fakeAck struct {
+	tag      uint64
+	multiple bool
+}
+
+type fakeCall struct {
+	method string
+	args   []any
+}
+
+// fakeChannel records what the transport asks of it and lets the test answer
+// with confirms, returns, deliveries and a close.
+type fakeChannel struct {
+	conn      *fakeConnection
+	published chan fakePublish
+	acked     chan fakeAck
+
+	mu         sync.Mutex
+	confirms   []chan amqp.Confirmation
+	returns    []chan amqp.Return
+	closes     []chan *amqp.Error
+	deliveries chan amqp.Delivery
+	calls      []fakeCall
+	blocking   map[string]bool
+	failing    map[string]error
+	closed     bool
+	shutOnce   sync.Once
+}
+
+func newFakeChannel(conn *fakeConnection) *fakeChannel {
+	return &fakeChannel{
+		conn:       conn,
+		published:  make(chan fakePublish, 10_000),
+		acked:      make(chan fakeAck, 10_000),
+		deliveries: make(chan amqp.Delivery, 100),
+		blocking:   map[string]bool{},
+		failing:    map[string]error{},
+	}
+}
+
+// enter records a call and blocks it until the connection is severed when the
+// test asked for that.
+func (ch *fakeChannel) enter(method string, args ...any) error {
+	ch.mu.Lock()
+	ch.calls = append(ch.calls, fakeCall{method: method, args: args})
+	block, fail, closed := ch.blocking[method], ch.failing[method], ch.closed
+	ch.mu.Unlock()
+	if block {
+		<-ch.conn.severed
+		return amqp.ErrClosed
+	}
+	if closed {
+		return amqp.ErrClosed
+	}
+	return fail
+}
+
+func (ch *fakeChannel) Block(method string) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.blocking[method] = true
+}
+
+func (ch *fakeChannel) Calls() []fakeCall {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	return append([]fakeCall(nil), ch.calls...)
+}
+
+func (ch *fakeChannel) Confirm(noWait bool) error { return ch.enter("Confirm", noWait) }
+
+func (ch *fakeChannel) NotifyPublish(c chan amqp.Confirmation) chan amqp.Confirmation {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.confirms = append(ch.confirms, c)
+	return c
+}
+
+func (ch *fakeChannel) NotifyReturn(c chan amqp.Return) chan amqp.Return {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.returns = append(ch.returns, c)
+	return c
+}
+
+func (ch *fakeChannel) NotifyClose(c chan *amqp.Error) chan *amqp.Error {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.closes = append(ch.closes, c)
+	return c
+}
+
+func (ch *fakeChannel) Publish(exchange, key string, mandatory, _ bool, msg amqp.Publishing) error {
+	if err := ch.enter("Publish", exchange, key); err != nil {
+		return err
+	}
+	ch.published <- fakePublish{exchange: exchange, key: key, mandatory: mandatory, msg: msg}
+	return nil
+}
+
+func (ch *fakeChannel) ExchangeDeclare(name, kind string, durable, autoDelete, internal, noWait bool, args amqp.Table) error {
+	return ch.enter("ExchangeDeclare", name, kind, durable, autoDelete, internal, args)
+}
+
+func (ch *fakeChannel) QueueDeclare(name string, durable, autoDelete, exclusive, noWait bool, args amqp.Table) (amqp.Queue, error) {
+	return amqp.Queue{Name: name}, ch.enter("QueueDeclare", name, durable, autoDelete, exclusive, args)
+}
+
+func (ch *fakeChannel) QueueBind(name, key, exchange string, noWait bool, args amqp.Table) error {
+	return ch.enter("QueueBind", name, key, exchange)
+}
+
+func (ch *fakeChannel) Qos(prefetchCount, prefetchSize int, global bool) error {
+	return ch.enter("Qos", prefetchCount, prefetchSize, global)
+}
+
+func (ch *fakeChannel) Consume(queue, consumer string, autoAck, exclusive, noLocal, noWait bool, args amqp.Table) (<-chan amqp.Delivery, error) {
+	if err := ch.enter("Consume", queue, consumer, autoAck); err != nil {
+		return nil, err
+	}
+	return ch.deliveries, nil
+}
+
+func (ch *fakeChannel) Cancel(consumer string, noWait bool) error {
+	return ch.enter("Cancel", consumer)
+}
+
+func (ch *fakeChannel) Ack(tag uint64, multiple bool) error {
+	if err := ch.enter("Ack", tag, multiple); err != nil {
+		return err
+	}
+	ch.acked <- fakeAck{tag: tag, multiple: multiple}
+	return nil
+}
+
+func (ch *fakeChannel) Close() error {
+	if err := ch.enter("Close"); err != nil {
+		return err
+	}
+	ch.shutdown(nil)
+	return nil
+}
+
+// Answer sends a confirm for tag.
+func (ch *fakeChannel) Answer(tag uint64, ack bool) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, c := range ch.confirms {
+		c <- amqp.Confirmation{DeliveryTag: tag, Ack: ack}
+	}
+}
+
+// Return sends a basic.return for the message with id.
+func (ch *fakeChannel) Return(id, exchange, key string) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, c := range ch.returns {
+		c <- amqp.Return{ReplyCode: amqp.NoRoute, ReplyText: "NO_ROUTE", Exchange: exchange, RoutingKey: key, MessageId: id}
+	}
+}
+
+// Deliver hands the consumer a delivery.
+func (ch *fakeChannel) Deliver(d amqp.Delivery) { ch.deliveries <- d }
+
+// BrokerClose closes the channel as the broker would, with a reason.
+func (ch *fakeChannel) BrokerClose(code int, reason string) {
+	ch.shutdown(&amqp.Error{Code: code, Reason: reason, Server: true})
+}
+
+func (ch *fakeChannel) shutdown(err *amqp.Error) {
+	ch.shutOnce.Do(func() {
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		ch.closed = true
+		for _, c := range ch.closes {
+			if err != nil {
+				c <- err
+			}
+			close(c)
+		}
+		for _, c := range ch.returns {
+			close(c)
+		}
+		for _, c := range ch.confirms {
+			close(c)
+		}
+		close(ch.deliveries)
+	})
+}
+
+// recordingMonitor records every callback.
+type recordingMonitor struct {
+	mu     sync.Mutex
+	events []string
+	errs   []error
+	signal chan string
+}
+
+func newRecordingMonitor() *recordingMonitor {
+	return &recordingMonitor{signal: make(chan string, 10_000)}
+}
+
+func (m *recordingMonitor) record(event string, err error) {
+	m.mu.Lock()
+	m.events = append(m.events, event)
+	m.errs = append(m.errs, err)
+	m.mu.Unlock()
+	m.signal <- event
+}
+
+func (m *recordingMonitor) Events() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.events...)
+}
+
+func (m *recordingMonitor) Errors() []error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]error(nil), m.errs...)
+}
+
+func (m *recordingMonitor) ConnectionOpened(err error)      { m.record("opened", err) }
+func (m *recordingMonitor) ConnectionClosed()               { m.record("closed", nil) }
+func (m *recordingMonitor) ConnectionBlocked(reason string) { m.record("blocked:"+reason, nil) }
+func (m *recordingMonitor) ConnectionUnblocked()            { m.record("unblocked", nil) }
+func (m *recordingMonitor) DispatchPublished()              { m.record("published", nil) }
+func (m *recordingMonitor) TransactionCommitted(err error)  { m.record("committed", err) }
+func (m *recordingMonitor) TransactionRolledBack(err error) { m.record("rolledback", err) }
+
+// await waits until the monitor reports event.
+func (m *recordingMonitor) await(t tb, event string) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case got := <-m.signal:
+			if got == event {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("monitor never reported %q; saw %v", event, m.Events())
+		}
+	}
+}
+
+// logBuffer collects log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// harness wires a connector to fakes.
+type harness struct {
+	clock   *fakeClock
+	dialer  *fakeDialer
+	monitor *recordingMonitor
+	logs    *logBuffer
+}
+
+func newHarness() *harness {
+	return &harness{clock: newFakeClock(), dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &logBuffer{}}
+}
+
+func (h *harness) options(extra ...option) []option {
+	return append([]option{
+		Options.Clock(h.clock),
+		Options.Dialer(h.dialer),
+		Options.Monitor(h.monitor),
+		Options.Logger(slog.New(slog.NewTextHandler(h.logs, nil))),
+		Options.Origin("tests@host"),
+	}, extra...)
+}
+
+var errTest = errors.New("test failure")
+
+func returnFor(id string) amqp.Return {
+	return amqp.Return{ReplyCode: amqp.NoRoute, ReplyText: "NO_ROUTE", MessageId: id}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rabbitmq_test
+
+const raceEnabled = false

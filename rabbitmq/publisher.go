@@ -1,0 +1,362 @@
+package rabbitmq
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// minimumUnclaimedReturns is the floor of the cap on returns that no confirm has
+// claimed yet.
+const minimumUnclaimedReturns = 64
+
+// publisher owns one confirm-mode channel. Publishes are pipelined: the write lock
+// covers basic.publish only, a window bounds the publishes awaiting a confirm, and
+// one goroutine matches confirms and returns to their messages.
+type publisher struct {
+	conn   *connection
+	ch     adapter.Channel
+	config *configuration
+	slots  chan struct{} // one token per publish awaiting its confirm
+	ended  chan struct{} // closed when the channel has ended and every pending publish is answered
+
+	writeMu sync.Mutex // serialises basic.publish and the sequence number
+	seq     uint64     // the delivery tag of the last publish the channel accepted
+
+	mu          sync.Mutex
+	pending     map[uint64]*inflight
+	returned    map[string]amqp.Return // returns not yet claimed by their confirm, by message id
+	returnOrder []string
+	endReason   string // why the channel ended, once it has
+}
+
+type inflight struct {
+	message outgoing
+	answer  chan messaging.PublishResult // buffered: the drainer never blocks on it
+}
+
+func newPublisher(ctx context.Context, conn *connection) (*publisher, error) {
+	ch, err := conn.openChannel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	window := conn.config.maxOutstanding
+	// The notify channels hold a whole window so the connection's reader never
+	// waits on this publisher.
+	confirms := ch.NotifyPublish(make(chan amqp.Confirmation, window))
+	returns := ch.NotifyReturn(make(chan amqp.Return, window))
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+	if err := conn.call("confirm.select", ErrConnectTimeout, func() error { return ch.Confirm(false) }); err != nil {
+		_ = conn.closeChannel(ch)
+		return nil, fmt.Errorf("put the channel in confirm mode: %w", err)
+	}
+	p := &publisher{
+		conn:     conn,
+		ch:       ch,
+		config:   conn.config,
+		slots:    make(chan struct{}, window),
+		ended:    make(chan struct{}),
+		pending:  map[uint64]*inflight{},
+		returned: map[string]amqp.Return{},
+	}
+	go p.drain(confirms, returns, closes)
+	return p, nil
+}
+
+// operation names a kind of write for its timeout log line and sentinel.
+type operation struct {
+	name     string
+	sentinel error
+}
+
+var (
+	publishOperation = operation{name: "publish", sentinel: ErrPublishTimeout}
+	commitOperation  = operation{name: "transaction commit", sentinel: ErrCommitTimeout}
+)
+
+// publish sends every message, pipelined, then waits for their confirms. It
+// returns how many landed (confirmed and, when mandatory, routed) and, when not all
+// did, a *messaging.PublishError.
+func (p *publisher) publish(ctx context.Context, op operation, messages []outgoing) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%d message(s) were not published: %w", len(messages), err)
+	}
+	results := make([]messaging.PublishResult, len(messages))
+	waits := make([]*inflight, len(messages))
+	for i, m := range messages {
+		results[i].MessageID = m.id
+	}
+
+	bound := newDeadline(p.config.clock, p.config.brokerTimeout)
+	defer bound.Stop()
+
+	paused := p.conn.pausedSignal()
+	var stop error
+	for i, m := range messages {
+		if stop != nil {
+			results[i].Err = fmt.Errorf("message %s was not published because an earlier message of this write failed: %w", m.id, stop)
+			continue
+		}
+		select {
+		case <-paused:
+			stop = p.pausedError()
+		default:
+			stop = p.acquire(ctx, bound.C)
+		}
+		if stop == nil {
+			waits[i], stop = p.send(op, m)
+		}
+		if stop != nil {
+			results[i].Err = stop
+			continue
+		}
+		p.config.monitor.DispatchPublished()
+	}
+
+	var abandon error
+	for i, w := range waits {
+		if w == nil {
+			continue
+		}
+		if abandon == nil {
+			select {
+			case results[i] = <-w.answer:
+				continue
+			case <-ctx.Done():
+				abandon = fmt.Errorf("stopped waiting for the broker's confirm (%w); the message may or may not have reached the broker: %w", ctx.Err(), messaging.ErrArrivalUnknown)
+			case <-paused:
+				abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.pausedError(), messaging.ErrArrivalUnknown)
+			case <-bound.C:
+				p.conn.sever(op.name)
+				abandon = p.conn.timeoutError(op.name, op.sentinel)
+			}
+		}
+		select {
+		case results[i] = <-w.answer:
+		default:
+			results[i].Err = fmt.Errorf("message %s: %w", w.message.id, abandon)
+		}
+	}
+
+	landed := 0
+	for _, r := range results {
+		if r.Err == nil {
+			landed++
+		}
+	}
+	if landed == len(results) {
+		return landed, nil
+	}
+	return landed, &messaging.PublishError{Results: results}
+}
+
+// acquire takes a slot in the window of unconfirmed publishes.
+func (p *publisher) acquire(ctx context.Context, bound <-chan struct{}) error {
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	var cause error
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-p.ended:
+		return p.endedError()
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-bound:
+		cause = fmt.Errorf("waited the broker timeout of %s", p.config.brokerTimeout)
+	}
+	return fmt.Errorf("%d publishes are already waiting for a confirm on this channel and none completed in time (%w); the broker is not keeping up, so publish more slowly rather than buffering more (rabbitmq.Options.MaxOutstandingPublishes): %w",
+		cap(p.slots), cause, messaging.ErrTooManyOutstanding)
+}
+
+func (p *publisher) release() { <-p.slots }
+
+// pausedError is the connection's blocked error, even if the block lifted an
+// instant after it was seen.
+func (p *publisher) pausedError() error {
+	if err := p.conn.pausedError(); err != nil {
+		return err
+	}
+	return fmt.Errorf("the broker blocked this connection, so publishing paused: %w", messaging.ErrPublishingPaused)
+}
+
+// send writes one basic.publish and registers it for its confirm.
+func (p *publisher) send(op operation, m outgoing) (*inflight, error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+
+	w := &inflight{message: m, answer: make(chan messaging.PublishResult, 1)}
+	seq := p.seq + 1
+	p.mu.Lock()
+	if p.endReason != "" {
+		p.mu.Unlock()
+		p.release()
+		return nil, p.endedError()
+	}
+	p.pending[seq] = w // before the publish: its confirm may arrive before Publish returns
+	p.mu.Unlock()
+
+	err := p.conn.call(op.name, op.sentinel, func() error {
+		return p.ch.Publish(m.exchange, m.key, m.mandatory, false, m.msg)
+	})
+	if err != nil {
+		p.mu.Lock()
+		_, registered := p.pending[seq]
+		delete(p.pending, seq)
+		p.mu.Unlock()
+		if registered {
+			p.release()
+		}
+		return nil, fmt.Errorf("message %s to exchange %q with key %q was not published: %w", m.id, m.exchange, m.key, err)
+	}
+	p.seq = seq
+	return w, nil
+}
+
+// drain answers each publish from its confirm and, for a mandatory message, the
+// return the broker sent before that confirm.
+func (p *publisher) drain(confirms <-chan amqp.Confirmation, returns <-chan amqp.Return, closes <-chan *amqp.Error) {
+	defer close(p.ended)
+	for {
+		select {
+		case r, ok := <-returns:
+			if !ok {
+				returns = nil
+				continue
+			}
+			p.file(r)
+		case c, ok := <-confirms:
+			if !ok {
+				p.fail(closes)
+				return
+			}
+			// A return precedes its confirm on the wire and amqp091 hands both over
+			// in that order, so any return for this confirm is already buffered.
+			returns = p.fileBuffered(returns)
+			p.settle(c)
+		}
+	}
+}
+
+func (p *publisher) fileBuffered(returns <-chan amqp.Return) <-chan amqp.Return {
+	for {
+		select {
+		case r, ok := <-returns:
+			if !ok {
+				return nil
+			}
+			p.file(r)
+		default:
+			return returns
+		}
+	}
+}
+
+func (p *publisher) file(r amqp.Return) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.returned[r.MessageId]; !ok {
+		p.returnOrder = append(p.returnOrder, r.MessageId)
+	}
+	p.returned[r.MessageId] = r
+	limit := max(minimumUnclaimedReturns, cap(p.slots))
+	for len(p.returnOrder) > limit {
+		delete(p.returned, p.returnOrder[0])
+		p.returnOrder = p.returnOrder[1:]
+	}
+}
+
+func (p *publisher) claimReturn(id string) (amqp.Return, bool) {
+	r, ok := p.returned[id]
+	if !ok {
+		return r, false
+	}
+	delete(p.returned, id)
+	for i, pendingID := range p.returnOrder {
+		if pendingID == id {
+			p.returnOrder = append(p.returnOrder[:i], p.returnOrder[i+1:]...)
+			break
+		}
+	}
+	return r, true
+}
+
+func (p *publisher) settle(c amqp.Confirmation) {
+	p.mu.Lock()
+	w, ok := p.pending[c.DeliveryTag]
+	if !ok {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.pending, c.DeliveryTag)
+	m := w.message
+	result := messaging.PublishResult{MessageID: m.id, Confirmed: c.Ack, Routed: c.Ack}
+	if !c.Ack {
+		result.Err = fmt.Errorf("message %s to exchange %q with key %q was refused by the broker (basic.nack); publish it again or investigate the broker: %w", m.id, m.exchange, m.key, messaging.ErrRefused)
+	} else if r, returned := p.claimReturn(m.id); returned && m.mandatory {
+		result.Routed = false
+		result.Err = fmt.Errorf("message %s to exchange %q with key %q reached no queue (%d %s); the broker dropped it: %w", m.id, m.exchange, m.key, r.ReplyCode, r.ReplyText, messaging.ErrUnroutable)
+	}
+	p.mu.Unlock()
+	w.answer <- result
+	p.release()
+}
+
+// fail answers every pending publish once the channel has ended: their confirms
+// are lost, so whether they arrived is unknown.
+func (p *publisher) fail(closes <-chan *amqp.Error) {
+	reason := "the channel was closed"
+	select {
+	case err := <-closes:
+		if err != nil {
+			reason = err.Error()
+		}
+	default:
+	}
+	p.mu.Lock()
+	p.endReason = reason
+	pending := p.pending
+	p.pending = map[uint64]*inflight{}
+	p.returned = map[string]amqp.Return{}
+	p.returnOrder = nil
+	p.mu.Unlock()
+	for _, w := range pending {
+		w.answer <- messaging.PublishResult{
+			MessageID: w.message.id,
+			Err: fmt.Errorf("message %s to exchange %q with key %q: the channel closed before the broker confirmed it (%s); it may or may not have reached the broker: %w",
+				w.message.id, w.message.exchange, w.message.key, reason, messaging.ErrArrivalUnknown),
+		}
+		p.release()
+	}
+}
+
+func (p *publisher) endedError() error {
+	p.mu.Lock()
+	reason := p.endReason
+	p.mu.Unlock()
+	return fmt.Errorf("the writer's channel has closed (%s); open a new writer: %w", reason, messaging.ErrClosed)
+}
+
+// close closes the channel within the broker timeout and waits for the drainer.
+func (p *publisher) close() error {
+	err := p.conn.closeChannel(p.ch)
+	wait := newDeadline(p.config.clock, p.config.brokerTimeout)
+	defer wait.Stop()
+	select {
+	case <-p.ended:
+	case <-wait.C:
+		p.conn.sever("channel close")
+		if err == nil {
+			err = p.conn.timeoutError("channel close", ErrCloseTimeout)
+		}
+	}
+	return err
+}

@@ -1,0 +1,158 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// stream is one consumer on its own channel.
+type stream struct {
+	conn       *connection
+	ch         adapter.Channel
+	queue      string
+	tag        string
+	deliveries <-chan amqp.Delivery
+	closes     <-chan *amqp.Error
+	forget     func(*stream)
+
+	mu          sync.Mutex // serialises acknowledgements; guards the fields below
+	outstanding map[uint64]struct{}
+	closed      bool
+	endReason   string
+}
+
+// Read waits for the next delivery and decodes it into delivery. It returns an
+// error when ctx ends or the stream ends (its channel or connection closed).
+func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case raw, ok := <-s.deliveries:
+		if !ok {
+			return s.endedError()
+		}
+		decodeDelivery(raw, s.queue, delivery)
+		s.mu.Lock()
+		s.outstanding[raw.DeliveryTag] = struct{}{}
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+func (s *stream) endedError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("stream %q was closed: %w", s.queue, messaging.ErrClosed)
+	}
+	if s.endReason == "" {
+		s.endReason = "the channel was closed"
+		select {
+		case err := <-s.closes:
+			if err != nil {
+				s.endReason = err.Error()
+			}
+		default:
+			if err := s.conn.usable(); err != nil {
+				s.endReason = err.Error()
+			}
+		}
+	}
+	return fmt.Errorf("stream %q ended (%s); open a new stream, and expect the broker to redeliver what was not acknowledged: %w", s.queue, s.endReason, messaging.ErrClosed)
+}
+
+// Acknowledge acks the deliveries: with one multiple-ack when they cover every
+// unacknowledged delivery up to the latest of them, one by one otherwise. It is
+// bounded by the broker timeout (past it the connection is severed and the error
+// wraps ErrAcknowledgeTimeout).
+func (s *stream) Acknowledge(ctx context.Context, deliveries ...messaging.Delivery) error {
+	if len(deliveries) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("acknowledge %d delivery(ies) from stream %q: %w", len(deliveries), s.queue, err)
+	}
+	tags := make([]uint64, 0, len(deliveries))
+	for _, d := range deliveries {
+		tags = append(tags, d.DeliveryID)
+	}
+	slices.Sort(tags)
+	tags = slices.Compact(tags)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tag := range tags {
+		if _, ok := s.outstanding[tag]; !ok {
+			return fmt.Errorf("delivery %d is not awaiting acknowledgement on stream %q (acknowledged already, or read from another stream); nothing was acknowledged", tag, s.queue)
+		}
+	}
+	last := tags[len(tags)-1]
+	covered := 0
+	for tag := range s.outstanding {
+		if tag <= last {
+			covered++
+		}
+	}
+
+	var err error
+	if covered == len(tags) && len(tags) > 1 {
+		err = s.conn.call("acknowledgement", ErrAcknowledgeTimeout, func() error { return s.ch.Ack(last, true) })
+		if err == nil {
+			for _, tag := range tags {
+				delete(s.outstanding, tag)
+			}
+		}
+	} else {
+		err = s.conn.call("acknowledgement", ErrAcknowledgeTimeout, func() error {
+			for _, tag := range tags {
+				if err := s.ch.Ack(tag, false); err != nil {
+					return err
+				}
+				delete(s.outstanding, tag)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("acknowledge %d delivery(ies) from stream %q (the broker will redeliver what was not acknowledged): %w", len(tags), s.queue, err)
+	}
+	return nil
+}
+
+// Close cancels the consumer and closes the channel, each within the broker
+// timeout. Deliveries not acknowledged return to the queue.
+func (s *stream) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.forget != nil {
+		s.forget(s)
+	}
+
+	err := s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
+	if errors.Is(err, amqp.ErrClosed) {
+		err = nil
+	}
+	if errors.Is(err, ErrCloseTimeout) {
+		return fmt.Errorf("close stream %q: %w", s.queue, err)
+	}
+	if closeErr := s.conn.closeChannel(s.ch); closeErr != nil {
+		err = errors.Join(err, closeErr)
+	}
+	if err != nil {
+		return fmt.Errorf("close stream %q: %w", s.queue, err)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestStreamFixture(t *testing.T) {
+	gunit.Run(new(StreamFixture), t)
+}
+
+type StreamFixture struct {
+	*gunit.Fixture
+	h         *harness
+	connector messaging.Connector
+	raw       *fakeConnection
+	reader    messaging.Reader
+	channel   *fakeChannel
+}
+
+func (f *StreamFixture) Setup() {
+	f.h = newHarness()
+	f.connector = New(f.h.options()...)
+	conn, _ := f.connector.Connect(context.Background())
+	f.raw = f.h.dialer.last()
+	var err error
+	f.reader, err = conn.Reader(context.Background())
+	f.So(err, should.BeNil)
+	f.channel = receive(f.T(), f.raw.opened, "the reader's channel")
+}
+
+func (f *StreamFixture) Teardown() {
+	_ = f.connector.Close()
+}
+
+func (f *StreamFixture) stream(config messaging.StreamConfig) messaging.Stream {
+	s, err := f.reader.Stream(context.Background(), config)
+	f.So(err, should.BeNil)
+	return s
+}
+
+func (f *StreamFixture) methods() []string {
+	var names []string
+	for _, call := range f.channel.Calls() {
+		names = append(names, call.method)
+	}
+	return names
+}
+
+func (f *StreamFixture) TestTopologyIsDeclaredAsConfigured() {
+	f.stream(messaging.StreamConfig{
+		StreamName: "orders", ConsumerName: "billing", Topics: []string{"order-placed", "order-paid"},
+		EstablishTopology: true, Replication: true, DeadLetters: true, BufferCapacity: 32,
+	})
+
+	calls := f.channel.Calls()
+	f.So(calls[0], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-placed", "fanout", true, false, false, amqp.Table(nil)}})
+	f.So(calls[1], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-paid", "fanout", true, false, false, amqp.Table(nil)}})
+	f.So(calls[2], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, false, amqp.Table{"x-queue-type": "quorum"}}})
+	f.So(calls[3], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-placed"}})
+	f.So(calls[4], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-paid"}})
+	f.So(calls[5], should.Resemble, fakeCall{"ExchangeDeclare", []any{"acemq.dlx", "direct", true, false, false, amqp.Table(nil)}})
+	f.So(calls[6], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.dlq", true, false, false, amqp.Table(nil)}})
+	f.So(calls[7], should.Resemble, fakeCall{"QueueBind", []any{"orders.dlq", "orders.dlq", "acemq.dlx"}})
+	f.So(calls[8], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.parked", true, false, false, amqp.Table(nil)}})
+	f.So(calls[9], should.Resemble, fakeCall{"QueueBind", []any{"orders.parked", "orders.parked", "acemq.dlx"}})
+	f.So(calls[10], should.Resemble, fakeCall{"Qos", []any{32, 0, false}})
+	f.So(calls[11].method, should.Equal, "Consume")
+	f.So(calls[11].args[0], should.Equal, "orders")
+	f.So(calls[11].args[1], should.StartWith, "billing-")
+	f.So(calls[11].args[2], should.Equal, false) // manual acknowledgement
+	f.So(len(calls), should.Equal, 12)
+}
+
+func (f *StreamFixture) TestAClassicExclusiveQueueCarriesNoQueueType() {
+	f.stream(messaging.StreamConfig{StreamName: "orders", EstablishTopology: true, ExclusiveStream: true})
+
+	f.So(f.channel.Calls()[0], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, true, amqp.Table(nil)}})
+}
+
+func (f *StreamFixture) TestWithoutTopologyOnlyPrefetchAndConsumeAreSent() {
+	f.stream(messaging.StreamConfig{StreamName: "orders"})
+
+	f.So(f.methods(), should.Resemble, []string{"Qos", "Consume"})
+	f.So(f.channel.Calls()[0].args[0], should.Equal, 1) // a zero buffer still prefetches one
+	f.So(f.channel.Calls()[1].args[1], should.StartWith, "orders-")
+}
+
+func (f *StreamFixture) TestEachStreamHasItsOwnConsumerTag() {
+	f.stream(messaging.StreamConfig{StreamName: "orders", ConsumerName: "c"})
+	first := f.channel.Calls()[1].args[1]
+	f.stream(messaging.StreamConfig{StreamName: "orders", ConsumerName: "c"})
+	second := receive(f.T(), f.raw.opened, "the second stream's channel")
+
+	f.So(second.Calls()[1].args[1], should.NotEqual, first)
+}
+
+func (f *StreamFixture) TestAFailedDeclarationNamesTheStepAndClosesTheChannel() {
+	f.channel.failing["QueueDeclare"] = &amqp.Error{Code: 406, Reason: "PRECONDITION_FAILED - inequivalent arg 'x-queue-type'"}
+
+	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders", EstablishTopology: true})
+
+	f.So(err.Error(), should.ContainSubstring, `open stream "orders": declare queue "orders": `)
+	f.So(err.Error(), should.ContainSubstring, "PRECONDITION_FAILED")
+	f.So(f.methods(), should.Resemble, []string{"QueueDeclare", "Close"})
+}
+
+func (f *StreamFixture) TestADeclarationIsBoundedByTheBrokerTimeout() {
+	f.channel.Block("QueueDeclare")
+	result := make(chan error, 1)
+	go func() {
+		_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders", EstablishTopology: true})
+		result <- err
+	}()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Stream")
+
+	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+	f.So(f.raw.isSevered(), should.BeTrue)
+}
+
+func (f *StreamFixture) TestReadFillsTheDelivery() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	f.channel.Deliver(amqp.Delivery{
+		DeliveryTag: 7, Exchange: "events", RoutingKey: "order.placed", Redelivered: true,
+		Headers: amqp.Table{"x-acemq-id": "m-1", "x-app": "v"}, Body: []byte("body"),
+	})
+
+	var d messaging.Delivery
+	err := s.Read(context.Background(), &d)
+
+	f.So(err, should.BeNil)
+	f.So(d.DeliveryID, should.Equal, uint64(7))
+	f.So(d.SourceQueue, should.Equal, "orders")
+	f.So(d.Topic, should.Equal, "events")
+	f.So(d.RoutingKey, should.Equal, "order.placed")
+	f.So(d.Redelivered, should.BeTrue)
+	f.So(d.MessageID, should.Equal, "m-1")
+	f.So(d.Headers, should.Resemble, map[string]any{"x-app": "v"})
+	f.So(string(d.Payload), should.Equal, "body")
+	f.So(d.Upstream.(amqp.Delivery).DeliveryTag, should.Equal, uint64(7))
+}
+
+func (f *StreamFixture) TestReadEndsWhenTheContextEnds() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	err := s.Read(ctx, &messaging.Delivery{})
+
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+}
+
+func (f *StreamFixture) TestReadEndsWithTheBrokersReasonWhenTheChannelCloses() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+
+	f.channel.BrokerClose(404, "NOT_FOUND - queue 'orders' deleted")
+	err := s.Read(context.Background(), &messaging.Delivery{})
+
+	f.So(err.Error(), should.ContainSubstring, "NOT_FOUND - queue 'orders' deleted")
+	f.So(err.Error(), should.ContainSubstring, `stream "orders" ended`)
+}
+
+func (f *StreamFixture) read(s messaging.Stream, tags ...uint64) []messaging.Delivery {
+	var deliveries []messaging.Delivery
+	for _, tag := range tags {
+		f.channel.Deliver(amqp.Delivery{DeliveryTag: tag})
+		var d messaging.Delivery
+		f.So(s.Read(context.Background(), &d), should.BeNil)
+		deliveries = append(deliveries, d)
+	}
+	return deliveries
+}
+
+func (f *StreamFixture) acks() []fakeAck {
+	var acks []fakeAck
+	for {
+		select {
+		case a := <-f.channel.acked:
+			acks = append(acks, a)
+		default:
+			return acks
+		}
+	}
+}
+
+func (f *StreamFixture) TestContiguousDeliveriesAreAcknowledgedWithOneMultipleAck() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1, 2, 3)
+
+	f.So(s.Acknowledge(context.Background(), d[2], d[0], d[1]), should.BeNil)
+
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 3, multiple: true}})
+}
+
+func (f *StreamFixture) TestDeliveriesWithAGapAreAcknowledgedOneByOne() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1, 2, 3)
+
+	f.So(s.Acknowledge(context.Background(), d[0], d[2]), should.BeNil)
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 1}, {tag: 3}})
+
+	f.So(s.Acknowledge(context.Background(), d[1]), should.BeNil)
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 2}})
+}
+
+func (f *StreamFixture) TestALaterBatchAfterAnEarlierOneIsAcknowledgedWithAMultipleAck() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1, 2, 3, 4)
+	f.So(s.Acknowledge(context.Background(), d[0], d[1]), should.BeNil)
+	f.acks()
+
+	f.So(s.Acknowledge(context.Background(), d[2], d[3]), should.BeNil)
+
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 4, multiple: true}})
+}
+
+func (f *StreamFixture) TestAcknowledgingADeliveryNotHeldSendsNothing() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1)
+
+	err := s.Acknowledge(context.Background(), d[0], messaging.Delivery{DeliveryID: 9})
+
+	f.So(err.Error(), should.ContainSubstring, "delivery 9 is not awaiting acknowledgement")
+	f.So(f.acks(), should.BeEmpty)
+}
+
+func (f *StreamFixture) TestAStalledAcknowledgementSeversAtTheBrokerTimeout() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1)
+	f.channel.Block("Ack")
+	result := make(chan error, 1)
+	go func() { result <- s.Acknowledge(context.Background(), d...) }()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Acknowledge")
+
+	f.So(errors.Is(err, ErrAcknowledgeTimeout), should.BeTrue)
+	f.So(f.raw.isSevered(), should.BeTrue)
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP acknowledgement did not complete within [30s]; severing the connection.")
+}
+
+func (f *StreamFixture) TestCloseCancelsTheConsumerThenClosesTheChannel() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	tag := f.channel.Calls()[1].args[1]
+
+	f.So(s.Close(), should.BeNil)
+	f.So(s.Close(), should.BeNil)
+
+	calls := f.channel.Calls()
+	f.So(calls[2], should.Resemble, fakeCall{"Cancel", []any{tag}})
+	f.So(calls[3].method, should.Equal, "Close")
+	f.So(errors.Is(s.Read(context.Background(), &messaging.Delivery{}), messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *StreamFixture) TestAStalledCancelSeversAtTheBrokerTimeout() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	f.channel.Block("Cancel")
+	result := make(chan error, 1)
+	go func() { result <- s.Close() }()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	err := receive(f.T(), result, "Close")
+
+	f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
+	f.So(strings.Contains(f.h.logs.String(), "AMQP consumer cancel did not complete within [30s]; severing the connection."), should.BeTrue)
+}
+
+func (f *StreamFixture) TestClosingTheReaderClosesItsStreams() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+
+	f.So(f.reader.Close(), should.BeNil)
+
+	f.So(f.methods(), should.Resemble, []string{"Qos", "Consume", "Cancel", "Close"})
+	f.So(errors.Is(s.Read(context.Background(), &messaging.Delivery{}), messaging.ErrClosed), should.BeTrue)
+	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders"})
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *StreamFixture) TestAnEmptyStreamNameIsRefused() {
+	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{})
+
+	f.So(err.Error(), should.ContainSubstring, "StreamName is empty")
+}

@@ -1,0 +1,366 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestWriterFixture(t *testing.T) {
+	gunit.Run(new(WriterFixture), t)
+}
+
+type WriterFixture struct {
+	*gunit.Fixture
+	h         *harness
+	connector messaging.Connector
+	conn      messaging.Connection
+	raw       *fakeConnection
+	writer    messaging.Writer
+	channel   *fakeChannel
+}
+
+type writeResult struct {
+	n   int
+	err error
+}
+
+func (f *WriterFixture) Setup() {
+	f.h = newHarness()
+	f.open(4)
+}
+
+func (f *WriterFixture) open(window int) {
+	f.connector = New(f.h.options(Options.MaxOutstandingPublishes(window))...)
+	f.conn, _ = f.connector.Connect(context.Background())
+	f.raw = f.h.dialer.last()
+	var err error
+	f.writer, err = f.conn.Writer(context.Background())
+	f.So(err, should.BeNil)
+	f.channel = receive(f.T(), f.raw.opened, "the writer's channel")
+}
+
+func (f *WriterFixture) Teardown() {
+	_ = f.connector.Close()
+}
+
+func (f *WriterFixture) write(ctx context.Context, dispatches ...messaging.Dispatch) chan writeResult {
+	result := make(chan writeResult, 1)
+	go func() {
+		n, err := f.writer.Write(ctx, dispatches...)
+		result <- writeResult{n: n, err: err}
+	}()
+	return result
+}
+
+func (f *WriterFixture) published() fakePublish {
+	return receive(f.T(), f.channel.published, "a publish")
+}
+
+func (f *WriterFixture) TestTheChannelIsInConfirmMode() {
+	f.So(f.channel.Calls()[0], should.Resemble, fakeCall{method: "Confirm", args: []any{false}})
+}
+
+func (f *WriterFixture) TestEveryMessageIsPublishedBeforeAnyConfirmIsAwaited() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{RoutingKey: "a", MessageID: "1"},
+		messaging.Dispatch{RoutingKey: "b", MessageID: "2"},
+		messaging.Dispatch{RoutingKey: "c", MessageID: "3"},
+	)
+	for _, id := range []string{"1", "2", "3"} {
+		f.So(f.published().msg.MessageId, should.Equal, id) // no confirm has been sent yet
+	}
+
+	f.channel.Answer(2, true)
+	f.channel.Answer(1, true)
+	f.channel.Answer(3, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 3)
+	f.So(got.err, should.BeNil)
+	f.So(f.h.monitor.Events(), should.Resemble, []string{"opened", "published", "published", "published"})
+}
+
+func (f *WriterFixture) TestPublishesArePersistentAndMandatoryAsAsked() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{Topic: "events", RoutingKey: "k", Mandatory: true},
+		messaging.Dispatch{Topic: "events", RoutingKey: "k", Transient: true},
+	)
+	first, second := f.published(), f.published()
+	f.channel.Answer(1, true)
+	f.channel.Answer(2, true)
+	receive(f.T(), result, "Write")
+
+	f.So(first.exchange, should.Equal, "events")
+	f.So(first.key, should.Equal, "k")
+	f.So(first.mandatory, should.BeTrue)
+	f.So(first.msg.DeliveryMode, should.Equal, uint8(2))
+	f.So(second.mandatory, should.BeFalse)
+	f.So(second.msg.DeliveryMode, should.Equal, uint8(1))
+	f.So(first.msg.Headers["x-acemq-origin"], should.Equal, "tests@host")
+	f.So(first.msg.Timestamp, should.Equal, f.h.clock.Now())
+}
+
+func (f *WriterFixture) TestAReturnIsMatchedToItsMessageByID() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{Topic: "events", RoutingKey: "order.placed", MessageID: "routed", Mandatory: true},
+		messaging.Dispatch{Topic: "events", RoutingKey: "order.placed", MessageID: "dropped", Mandatory: true},
+		messaging.Dispatch{Topic: "events", RoutingKey: "order.placed", MessageID: "also-routed", Mandatory: true},
+	)
+	f.published()
+	f.published()
+	f.published()
+
+	f.channel.Answer(1, true)
+	f.channel.Return("dropped", "events", "order.placed")
+	f.channel.Answer(2, true)
+	f.channel.Answer(3, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 2)
+	f.So(errors.Is(got.err, messaging.ErrUnroutable), should.BeTrue)
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(publishErr.Results[0], should.Resemble, messaging.PublishResult{MessageID: "routed", Confirmed: true, Routed: true})
+	f.So(publishErr.Results[1].Confirmed, should.BeTrue)
+	f.So(publishErr.Results[1].Routed, should.BeFalse)
+	f.So(publishErr.Results[1].Err.Error(), should.Equal,
+		`message dropped to exchange "events" with key "order.placed" reached no queue (312 NO_ROUTE); the broker dropped it: messaging: message reached no queue`)
+	f.So(publishErr.Results[2].Err, should.BeNil)
+}
+
+func (f *WriterFixture) TestANackIsARefusal() {
+	result := f.write(context.Background(), messaging.Dispatch{RoutingKey: "q", MessageID: "m"})
+	f.published()
+
+	f.channel.Answer(1, false)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, messaging.ErrRefused), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeFalse)
+}
+
+func (f *WriterFixture) TestAConfirmLostWithTheChannelIsArrivalUnknownNotRefused() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{RoutingKey: "q", MessageID: "confirmed"},
+		messaging.Dispatch{RoutingKey: "q", MessageID: "lost"},
+	)
+	f.published()
+	f.published()
+	f.channel.Answer(1, true)
+
+	f.channel.BrokerClose(404, "NOT_FOUND - no exchange 'x' in vhost '/'")
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 1)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrRefused), should.BeFalse)
+	f.So(got.err.Error(), should.ContainSubstring, "NOT_FOUND - no exchange 'x'")
+
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{RoutingKey: "q"})
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "open a new writer")
+}
+
+func (f *WriterFixture) TestAFullWindowWaitsForAConfirm() {
+	_ = f.connector.Close()
+	f.open(1)
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"}, messaging.Dispatch{MessageID: "2"})
+	f.published()
+	select {
+	case <-f.channel.published:
+		f.Error("the second message was published while the window was full")
+	default:
+	}
+
+	f.channel.Answer(1, true)
+	f.So(f.published().msg.MessageId, should.Equal, "2")
+	f.channel.Answer(2, true)
+
+	f.So(receive(f.T(), result, "Write"), should.Resemble, writeResult{n: 2})
+}
+
+func (f *WriterFixture) TestAFullWindowFailsWhenTheContextEndsNamingTheSetting() {
+	_ = f.connector.Close()
+	f.open(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	result := f.write(ctx, messaging.Dispatch{MessageID: "1"}, messaging.Dispatch{MessageID: "2"})
+	f.published()
+
+	cancel()
+	got := receive(f.T(), result, "Write")
+
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(errors.Is(publishErr.Results[0].Err, messaging.ErrArrivalUnknown), should.BeTrue)
+	second := publishErr.Results[1].Err
+	f.So(errors.Is(second, messaging.ErrTooManyOutstanding), should.BeTrue)
+	f.So(errors.Is(second, context.Canceled), should.BeTrue)
+	f.So(second.Error(), should.ContainSubstring, "1 publishes are already waiting for a confirm")
+	f.So(second.Error(), should.ContainSubstring, "rabbitmq.Options.MaxOutstandingPublishes")
+}
+
+func (f *WriterFixture) TestAFullWindowFailsAtTheBrokerTimeout() {
+	_ = f.connector.Close()
+	f.open(1)
+	first := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	f.published()
+	f.h.clock.awaitActive(f.T(), 1)
+	second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
+	f.h.clock.awaitActive(f.T(), 2)
+
+	f.h.clock.Expire()
+
+	secondErr := receive(f.T(), second, "the second Write").err
+	f.So(errors.Is(secondErr, messaging.ErrTooManyOutstanding), should.BeTrue)
+	f.So(errors.Is(receive(f.T(), first, "the first Write").err, ErrPublishTimeout), should.BeTrue)
+}
+
+func (f *WriterFixture) TestAConfirmNotArrivingWithinTheBrokerTimeoutSeversTheConnection() {
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	f.published()
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	got := receive(f.T(), result, "Write")
+
+	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
+	f.So(f.raw.isSevered(), should.BeTrue)
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP publish did not complete within [30s]; severing the connection.")
+	f.h.monitor.await(f.T(), "closed")
+}
+
+func (f *WriterFixture) TestAPublishStuckInTheSocketIsSeveredAtTheBrokerTimeout() {
+	f.channel.Block("Publish")
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	f.h.clock.awaitActive(f.T(), 2) // the write's bound and the publish call's
+
+	f.h.clock.Expire()
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
+	f.So(f.raw.isSevered(), should.BeTrue)
+}
+
+func (f *WriterFixture) TestABlockedConnectionFailsWritesAtOnceUntilUnblocked() {
+	f.raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "low on memory")
+	f.So(len(f.channel.published), should.Equal, 0)
+
+	f.raw.Block(false, "")
+	f.h.monitor.await(f.T(), "unblocked")
+	result := f.write(context.Background(), messaging.Dispatch{})
+	f.published()
+	f.channel.Answer(1, true)
+	f.So(receive(f.T(), result, "Write"), should.Resemble, writeResult{n: 1})
+}
+
+func (f *WriterFixture) TestABlockWhileAwaitingConfirmsEndsTheWait() {
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	f.published()
+
+	f.raw.Block(true, "low on memory")
+	got := receive(f.T(), result, "Write")
+
+	f.So(errors.Is(got.err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
+}
+
+func (f *WriterFixture) TestANewConnectionStartsUnblocked() {
+	f.raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+
+	conn, _ := f.connector.Connect(context.Background())
+	writer, _ := conn.Writer(context.Background())
+	channel := receive(f.T(), f.h.dialer.last().opened, "the channel")
+	result := make(chan error, 1)
+	go func() {
+		_, err := writer.Write(context.Background(), messaging.Dispatch{})
+		result <- err
+	}()
+	receive(f.T(), channel.published, "a publish")
+	channel.Answer(1, true)
+
+	f.So(receive(f.T(), result, "Write"), should.BeNil)
+}
+
+func (f *WriterFixture) TestAReservedHeaderIsRefusedBeforeAnythingIsSent() {
+	_, err := f.writer.Write(context.Background(),
+		messaging.Dispatch{},
+		messaging.Dispatch{Headers: map[string]any{"x-acemq-id": "mine"}},
+	)
+
+	f.So(err.Error(), should.EndWith, `header "x-acemq-id" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
+	f.So(len(f.channel.published), should.Equal, 0)
+}
+
+func (f *WriterFixture) TestWriteAfterCloseIsErrClosed() {
+	f.So(f.writer.Close(), should.BeNil)
+	f.So(f.writer.Close(), should.BeNil)
+
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *WriterFixture) TestWriteOnAClosedConnectionIsErrClosed() {
+	f.raw.BrokerClose("CONNECTION_FORCED")
+	f.h.monitor.await(f.T(), "closed")
+
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "CONNECTION_FORCED")
+}
+
+func (f *WriterFixture) TestConcurrentWritesEachGetTheirOwnAnswer() {
+	_ = f.connector.Close()
+	f.open(64)
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = f.writer.Write(context.Background(), messaging.Dispatch{MessageID: fmt.Sprint(i), Mandatory: true})
+		})
+	}
+	for tag := uint64(1); tag <= 40; tag++ {
+		p := f.published()
+		var id int
+		_, _ = fmt.Sscan(p.msg.MessageId, &id)
+		if id%2 == 1 {
+			f.channel.Return(p.msg.MessageId, "", "")
+		}
+		f.channel.Answer(tag, true)
+	}
+	wg.Wait()
+
+	for i, err := range errs {
+		f.So(errors.Is(err, messaging.ErrUnroutable), should.Equal, i%2 == 1)
+	}
+}
+
+func (f *WriterFixture) TestUnclaimedReturnsAreCapped() {
+	p := f.writer.(*writer).pub
+	for i := range 100 {
+		p.file(returnFor(fmt.Sprint(i)))
+	}
+
+	f.So(len(p.returned), should.Equal, 64)
+	f.So(len(p.returnOrder), should.Equal, 64)
+	_, oldestKept := p.returned["36"]
+	f.So(oldestKept, should.BeTrue)
+}
