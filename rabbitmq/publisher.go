@@ -2,6 +2,7 @@ package rabbitmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -32,7 +33,7 @@ type publisher struct {
 	pending     map[uint64]*inflight
 	returned    map[string]amqp.Return // returns not yet claimed by their confirm, by message id
 	returnOrder []string
-	endReason   string // why the channel ended, once it has
+	endReason   error // why the channel ended, once it has
 }
 
 type inflight struct {
@@ -196,7 +197,7 @@ func (p *publisher) send(op operation, m outgoing) (*inflight, error) {
 	w := &inflight{message: m, answer: make(chan messaging.PublishResult, 1)}
 	seq := p.seq + 1
 	p.mu.Lock()
-	if p.endReason != "" {
+	if p.endReason != nil {
 		p.mu.Unlock()
 		p.release()
 		return nil, p.endedError()
@@ -310,14 +311,18 @@ func (p *publisher) settle(c amqp.Confirmation) {
 	p.release()
 }
 
+// errChannelClosed is the reason given when a channel ended without the broker
+// saying why.
+var errChannelClosed = errors.New("the channel was closed")
+
 // fail answers every pending publish once the channel has ended: their confirms
 // are lost, so whether they arrived is unknown.
 func (p *publisher) fail(closes <-chan *amqp.Error) {
-	reason := "the channel was closed"
+	var reason error = errChannelClosed
 	select {
 	case err := <-closes:
 		if err != nil {
-			reason = err.Error()
+			reason = err // kept as *amqp.Error so callers can read the broker's code
 		}
 	default:
 	}
@@ -331,7 +336,7 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	for _, w := range pending {
 		w.answer <- messaging.PublishResult{
 			MessageID: w.message.id,
-			Err: fmt.Errorf("message %s to exchange %q with key %q: the channel closed before the broker confirmed it (%s); it may or may not have reached the broker: %w",
+			Err: fmt.Errorf("message %s to exchange %q with key %q: the channel closed before the broker confirmed it (%w); it may or may not have reached the broker: %w",
 				w.message.id, w.message.exchange, w.message.key, reason, messaging.ErrArrivalUnknown),
 		}
 		p.release()
@@ -342,7 +347,10 @@ func (p *publisher) endedError() error {
 	p.mu.Lock()
 	reason := p.endReason
 	p.mu.Unlock()
-	return fmt.Errorf("the writer's channel has closed (%s); open a new writer: %w", reason, messaging.ErrClosed)
+	if reason == nil {
+		reason = errChannelClosed
+	}
+	return fmt.Errorf("the writer's channel has closed (%w); open a new writer: %w", reason, messaging.ErrClosed)
 }
 
 // close closes the channel within the broker timeout and waits for the drainer.

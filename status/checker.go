@@ -167,6 +167,9 @@ func (c *Checker) judge(err error) error {
 // (403, bad credentials or permissions), NOT_ALLOWED (530, missing vhost) and
 // NOT_FOUND (404, missing probe exchange).
 func permanent(err error) bool {
+	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) {
+		return true
+	}
 	var amqpErr *amqp.Error
 	if !errors.As(err, &amqpErr) {
 		return false
