@@ -2,7 +2,6 @@ package rabbitmq
 
 import (
 	"crypto/tls"
-	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -71,7 +70,7 @@ func (singleton) Dialer(value adapter.Dialer) option {
 	return func(c *configuration) { c.dialer = value }
 }
 
-// Logger receives the transport's WARN and INFO lines. Default: discarded.
+// Logger receives the transport's WARN and INFO lines. Default: slog.Default().
 func (singleton) Logger(value *slog.Logger) option {
 	return func(c *configuration) { c.logger = value }
 }
@@ -124,7 +123,7 @@ func newConfiguration(options ...option) configuration {
 		c.dialer = adapter.NewDialer()
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}

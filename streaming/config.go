@@ -31,7 +31,8 @@ func (singleton) AddSubscriptions(subscriptions ...*Subscription) option {
 	return func(c *config) { c.subscriptions = append(c.subscriptions, subscriptions...) }
 }
 
-// Logger sets the logger; the default discards everything.
+// Logger sets the logger; the default is slog.Default(), so a stalled stream
+// is never silent.
 func (singleton) Logger(logger *slog.Logger) option {
 	return func(c *config) { c.logger = logger }
 }
@@ -60,7 +61,7 @@ func newConfig(options []option) config {
 		}
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
 		c.monitor = nopMonitor{}

@@ -64,7 +64,7 @@ func (singleton) RetryDelay(delay func(attempt int) time.Duration) option {
 	return func(c *config) { c.retryDelay = delay }
 }
 
-// Logger sets the logger; the default discards everything.
+// Logger sets the logger; the default is slog.Default().
 func (singleton) Logger(logger *slog.Logger) option {
 	return func(c *config) { c.logger = logger }
 }
@@ -96,7 +96,7 @@ func newConfig(options []option) config {
 		c.retryDelay = func(int) time.Duration { return 0 }
 	}
 	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
 		c.monitor = nopMonitor{}
