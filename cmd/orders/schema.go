@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/warrenmq/messaging/sqlmq"
+)
+
+// The example owns its tables and creates them on first start. The library
+// itself never runs DDL: sqlmq.Schema only returns it, for your migrations.
+var appTables = []string{
+	`CREATE TABLE IF NOT EXISTS orders (
+		id         varchar(36)  NOT NULL PRIMARY KEY,
+		item       varchar(255) NOT NULL,
+		quantity   int          NOT NULL,
+		status     varchar(16)  NOT NULL,
+		placed_at  datetime(3)  NOT NULL,
+		shipped_at datetime(3)      NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS order_events (
+		order_id    varchar(36) NOT NULL,
+		event       varchar(32) NOT NULL,
+		recorded_at datetime(3) NOT NULL,
+		PRIMARY KEY (order_id, event)
+	)`,
+}
+
+func createTables(ctx context.Context, db *sql.DB) error {
+	for _, ddl := range appTables {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("create the example's tables: %w (does the user in -dsn have CREATE rights on the database?)", err)
+		}
+	}
+	var present int
+	err := db.QueryRowContext(ctx,
+		"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'Messages'").Scan(&present)
+	if err != nil {
+		return fmt.Errorf("look for the outbox table: %w", err)
+	}
+	if present > 0 {
+		return nil
+	}
+	for _, statement := range strings.Split(stripComments(sqlmq.Schema(sqlmq.MySQL)), ";") {
+		if strings.TrimSpace(statement) == "" {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, statement); err != nil {
+			return fmt.Errorf("create the outbox table: %w", err)
+		}
+	}
+	return nil
+}
+
+func stripComments(sql string) string {
+	var kept []string
+	for _, line := range strings.Split(sql, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
