@@ -340,4 +340,3 @@ func envOr(name, fallback string) string {
 	}
 	return fallback
 }
-
