@@ -30,7 +30,10 @@ var (
 	PostgresDSN = env("WARRENMQ_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 )
 
-const lockPath = "/tmp/warrenmq-broker-test.lock"
+const (
+	lockPath         = "/tmp/warrenmq-broker-test.lock"
+	databaseLockPath = "/tmp/warrenmq-database-test.lock"
+)
 
 func env(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {
@@ -58,15 +61,19 @@ func Disrupt(t testing.TB) string {
 }
 
 // MySQL opens the local MariaDB test database, failing the test if it is down.
+// It holds a shared database lock until the test ends.
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
+	lockFile(t, databaseLockPath, syscall.LOCK_SH)
 	reachable(t, "MariaDB", "127.0.0.1:3306")
 	return open(t, "mysql", MySQLDSN)
 }
 
 // Postgres opens the local PostgreSQL test database, failing the test if it is down.
+// It holds a shared database lock until the test ends.
 func Postgres(t testing.TB) *sql.DB {
 	t.Helper()
+	lockFile(t, databaseLockPath, syscall.LOCK_SH)
 	reachable(t, "PostgreSQL", "127.0.0.1:5432")
 	return open(t, "pgx", PostgresDSN)
 }
@@ -96,22 +103,36 @@ func reachable(t testing.TB, name, address string) {
 	_ = conn.Close()
 }
 
+// DisruptDatabases holds the database lock exclusively until the test ends, for
+// a test that restarts MariaDB or PostgreSQL; it does not open a handle (the
+// database is about to go away). Never call it after MySQL or Postgres in the
+// same test.
+func DisruptDatabases(t testing.TB) {
+	t.Helper()
+	lockFile(t, databaseLockPath, syscall.LOCK_EX)
+}
+
 func lock(t testing.TB, how int) {
 	t.Helper()
-	f, err := os.OpenFile(lockPath, os.O_CREATE|os.O_RDWR, 0o666)
+	lockFile(t, lockPath, how)
+}
+
+func lockFile(t testing.TB, path string, how int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		t.Fatalf("open broker test lock %s: %v", lockPath, err)
+		t.Fatalf("open test lock %s: %v", path, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- syscall.Flock(int(f.Fd()), how) }()
 	select {
 	case err = <-done:
 	case <-time.After(5 * time.Minute):
-		err = fmt.Errorf("waited 5m for another test that disturbs the broker")
+		err = fmt.Errorf("waited 5m for another test that disturbs a shared service (%s)", path)
 	}
 	if err != nil {
 		_ = f.Close()
-		t.Fatalf("broker test lock: %v", err)
+		t.Fatalf("test lock %s: %v", path, err)
 	}
 	t.Cleanup(func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
