@@ -65,6 +65,13 @@ func Disrupt(t testing.TB) string {
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
 	lockFile(t, databaseLockPath, syscall.LOCK_SH)
+	return OpenMySQL(t)
+}
+
+// OpenMySQL is MySQL without the lock, for a test that already holds
+// DisruptDatabases.
+func OpenMySQL(t testing.TB) *sql.DB {
+	t.Helper()
 	reachable(t, "MariaDB", "127.0.0.1:3306")
 	return open(t, "mysql", MySQLDSN)
 }
@@ -104,9 +111,9 @@ func reachable(t testing.TB, name, address string) {
 }
 
 // DisruptDatabases holds the database lock exclusively until the test ends, for
-// a test that restarts MariaDB or PostgreSQL; it does not open a handle (the
-// database is about to go away). Never call it after MySQL or Postgres in the
-// same test.
+// a test that restarts MariaDB or PostgreSQL. Open handles with OpenMySQL, and
+// never call MySQL or Postgres in the same test (the shared lock would wait for
+// the exclusive one).
 func DisruptDatabases(t testing.TB) {
 	t.Helper()
 	lockFile(t, databaseLockPath, syscall.LOCK_EX)
