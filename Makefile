@@ -6,7 +6,7 @@
 GO ?= go
 PACKAGES := ./...
 
-.PHONY: all test fmt-check vet services demo bench compile tidy
+.PHONY: all test fmt-check vet services demo bench faults compile tidy
 
 all: test
 
@@ -31,6 +31,9 @@ demo: services
 
 bench: services
 	$(GO) run ./cmd/bench
+
+faults: services
+	$(GO) test -race -count=1 -timeout 60m -run Fault -v ./internal/faults/ -faults.full
 
 tidy:
 	$(GO) mod tidy
