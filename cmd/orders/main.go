@@ -72,6 +72,8 @@ type settings struct {
 	amqp string
 	dsn  string
 	http string
+	// ready, when set, receives the listening address once the service serves.
+	ready chan<- string
 }
 
 func main() {
@@ -229,6 +231,9 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	go func() { defer close(consumerDone); consumer.Listen() }()
 	go func() { serverDone <- server.Serve(listener) }()
 	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redact(s.amqp))
+	if s.ready != nil {
+		s.ready <- listener.Addr().String()
+	}
 
 	select {
 	case <-ctx.Done():
