@@ -64,7 +64,11 @@ func (c *connection) watch(closes <-chan *amqp.Error, blocks <-chan amqp.Blockin
 			c.ended = true
 			c.endReason = reason
 			c.mu.Unlock()
-			c.config.logger.Info(fmt.Sprintf("AMQP connection closed (reason: %s)", reason), "reason", reason)
+			if err != nil {
+				c.config.logger.Info(fmt.Sprintf("AMQP connection closed (reason: %s)", reason), "reason", reason)
+			} else { // our own Close: routine, not worth a line at INFO
+				c.config.logger.Debug(fmt.Sprintf("AMQP connection closed (reason: %s)", reason), "reason", reason)
+			}
 			c.config.monitor.ConnectionClosed()
 			c.forget(c)
 			return

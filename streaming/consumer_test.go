@@ -102,7 +102,7 @@ func (f *ConsumerFixture) TestStreamConfigComesFromTheSubscriptionOptions() {
 
 func (f *ConsumerFixture) TestDefaultsAndFullThrottle() {
 	s := NewSubscription("q")
-	f.So(s.bufferCapacity, should.Equal, 1)
+	f.So(s.bufferCapacity, should.Equal, 256)
 	f.So(s.batchCapacity, should.Equal, 1)
 	f.So(s.reconnectDelay, should.Equal, 5*time.Second)
 	f.So(s.strategy, should.Equal, ShutdownStrategyDrain)

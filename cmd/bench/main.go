@@ -12,8 +12,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -74,10 +76,32 @@ func main() {
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume); empty runs all")
 	flag.Parse()
 
-	if err := bench(context.Background(), s, only); err != nil {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	release, err := shareBroker()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+	defer release()
+	if err := bench(context.Background(), s, only); err != nil {
+		release()
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// shareBroker takes the broker lock the test suite uses, shared, so the bench
+// never runs while a fault test closes every connection or raises an alarm.
+func shareBroker() (release func(), err error) {
+	f, err := os.OpenFile("/tmp/warrenmq-broker-test.lock", os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("open the broker lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("take the broker lock: %w", err)
+	}
+	return func() { _ = f.Close() }, nil
 }
 
 func bench(ctx context.Context, s settings, only string) error {

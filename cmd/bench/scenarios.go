@@ -80,6 +80,9 @@ func consumeScenario(s settings) scenario {
 				streaming.SubscriptionOptions.BufferCapacity(uint16(min(s.window, 65535))),
 				streaming.SubscriptionOptions.BatchCapacity(uint16(min(s.window, 65535))))
 		}},
+		{name: "buffer-256", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeOurs(ctx, s, queue, body, limit, streaming.SubscriptionOptions.BufferCapacity(256))
+		}},
 		{name: "defaults", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeOurs(ctx, s, queue, body, limit)
 		}},
