@@ -1,0 +1,102 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// Admin is the operator's view of an outbox table: the rows the broker refused
+// until they were retired, and the means to put them back.
+type Admin struct {
+	store *store
+	err   error
+}
+
+// RetiredMessage is a row the broker refused MaxAttempts times. It is kept, not
+// deleted, until an operator releases it.
+type RetiredMessage struct {
+	ID          int64
+	MessageID   string
+	Topic       string
+	RoutingKey  string
+	MessageType string
+	Created     time.Time
+	Retired     time.Time
+	Attempts    int
+	LastError   string
+}
+
+// NewAdmin returns an Admin over the outbox table in db. It honours the Dialect
+// and Table options; the others are ignored.
+func NewAdmin(db *sql.DB, options ...option) *Admin {
+	config := newConfiguration(append([]option{Options.StorageHandle(db)}, options...))
+	return &Admin{store: newStore(config.db, config.dialect, config.table), err: config.err}
+}
+
+// Retired lists up to limit retired rows, oldest first (limit <= 0 means 100).
+func (a *Admin) Retired(ctx context.Context, limit int) ([]RetiredMessage, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	s := a.store
+	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, retired_us, publish_attempts, last_error FROM {t} "+
+		"WHERE dispatched_us IS NULL AND retired_us IS NOT NULL ORDER BY id LIMIT ?"), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: list retired outbox rows in %s: %w", s.table, err)
+	}
+	defer func() { _ = result.Close() }()
+	var retired []RetiredMessage
+	for result.Next() {
+		var (
+			m               RetiredMessage
+			created, retire int64
+			attempts        int64
+			lastError       sql.NullString
+		)
+		if err := result.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &retire, &attempts, &lastError); err != nil {
+			return nil, fmt.Errorf("sqlmq: read a retired outbox row: %w", err)
+		}
+		m.Created, m.Retired, m.Attempts, m.LastError = fromMicros(created), fromMicros(retire), int(attempts), lastError.String
+		retired = append(retired, m)
+	}
+	if err := result.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmq: list retired outbox rows in %s: %w", s.table, err)
+	}
+	return retired, nil
+}
+
+// Release puts retired rows back to be published: attempts go back to zero and
+// no instance holds them, so the next sweep of any running processor (within
+// its SweepInterval) publishes them. It returns how many rows it released.
+func (a *Admin) Release(ctx context.Context, ids ...int64) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	s := a.store
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET retired_us = NULL, publish_attempts = 0, lease_owner = NULL, lease_until_us = NULL "+
+		"WHERE id IN ("+placeholders(len(ids))+") AND retired_us IS NOT NULL AND dispatched_us IS NULL"), int64s(ids)...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: release %d retired outbox row(s): %w", len(ids), err)
+	}
+	affected, err := result.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: count released outbox rows: %w", err)
+	}
+	return int(affected), nil
+}
+
+// Undispatched counts rows waiting to be published (retired rows excluded).
+func (a *Admin) Undispatched(ctx context.Context) (int64, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	return a.store.countPending(ctx)
+}

@@ -1,0 +1,273 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Default values of the options. A zero or negative duration or capacity given to
+// an option means its default, never "no limit".
+const (
+	DefaultTable                   = "Messages"
+	DefaultChannelBufferCapacity   = 1024
+	DefaultRetryTimeout            = 5 * time.Second
+	DefaultIsolationLevel          = sql.LevelReadCommitted
+	DefaultHandoffTimeout          = 10 * time.Second
+	DefaultDeferredHandoffCapacity = 8192
+	DefaultMaxAttempts             = 10
+	DefaultPageSize                = 500
+	DefaultLeaseTimeout            = time.Minute
+	DefaultRetention               = 24 * time.Hour
+	DefaultPruneBatchSize          = 500
+	DefaultPruneInterval           = time.Minute
+	DefaultShutdownTimeout         = 30 * time.Second
+)
+
+type configuration struct {
+	db         *sql.DB
+	ownsDB     bool
+	err        error
+	dialect    Dialect
+	table      string
+	channelCap int
+	retry      time.Duration
+	isolation  sql.IsolationLevel
+	handoff    time.Duration
+	deferred   int
+	maxAttempt int
+	pageSize   int
+	lease      time.Duration
+	sweep      time.Duration
+	retention  time.Duration
+	pruneBatch int
+	pruneEvery time.Duration
+	shutdown   time.Duration
+	logger     *slog.Logger
+	monitor    Monitor
+	ctx        context.Context
+	clock      Clock
+	owner      string
+
+	// newPublisher is the seam unit tests use to replace the batch writer over
+	// the transport.
+	newPublisher func() publisher
+}
+
+type option func(*configuration)
+
+type singleton struct{}
+
+// Options is the namespace of the options New and NewAdmin accept, for example
+// sqlmq.Options.StorageHandle(db).
+var Options singleton
+
+// StorageHandle is the database holding the outbox table. It (or DataSource) is
+// required. The outbox never closes a handle it was given.
+func (singleton) StorageHandle(db *sql.DB) option {
+	return func(c *configuration) { c.db, c.ownsDB = db, false }
+}
+
+// DataSource opens the database with sql.Open(driver, dsn). The dispatch
+// processor closes a handle it opened this way when it is closed.
+func (singleton) DataSource(driver, dsn string) option {
+	return func(c *configuration) {
+		db, err := sql.Open(driver, dsn)
+		if err != nil {
+			c.err = fmt.Errorf("sqlmq: open the %q database: %w (is the driver imported?)", driver, err)
+			return
+		}
+		c.db, c.ownsDB = db, true
+	}
+}
+
+// Dialect chooses the SQL dialect of the database: MySQL (the default, also for
+// MariaDB 10.6 and later), PostgreSQL or SQLite.
+func (singleton) Dialect(d Dialect) option {
+	return func(c *configuration) { c.dialect = d }
+}
+
+// Table names the outbox table (default "Messages"). The name must be a plain
+// identifier, optionally qualified by a schema (letters, digits, underscores).
+func (singleton) Table(name string) option {
+	return func(c *configuration) { c.table = name }
+}
+
+// ChannelBufferCapacity is the number of committed messages the dispatch
+// processor accepts into memory ahead of publishing them (default 1024).
+func (singleton) ChannelBufferCapacity(capacity int) option {
+	return func(c *configuration) { c.channelCap = capacity }
+}
+
+// RetryTimeout is the wait between publish attempts after an error (default 5s).
+func (singleton) RetryTimeout(d time.Duration) option {
+	return func(c *configuration) { c.retry = d }
+}
+
+// IsolationLevel is the isolation of the transaction a CommitWriter begins
+// (default ReadCommitted; SQLite always runs serializable and ignores it).
+func (singleton) IsolationLevel(level sql.IsolationLevel) option {
+	return func(c *configuration) { c.isolation = level }
+}
+
+// HandoffTimeout bounds the wait, after the SQL commit, for the dispatch
+// processor to accept the committed messages; what it has not accepted then is
+// handed off in the background (default 10s).
+func (singleton) HandoffTimeout(d time.Duration) option {
+	return func(c *configuration) { c.handoff = d }
+}
+
+// DeferredHandoffCapacity is how many messages background handoffs may hold in
+// memory at one time; past it Commit waits for the processor (default 8192).
+func (singleton) DeferredHandoffCapacity(capacity int) option {
+	return func(c *configuration) { c.deferred = capacity }
+}
+
+// MaxAttempts is how many times the broker may refuse a row (unroutable,
+// negatively acknowledged, missing exchange) before the row is retired: kept,
+// never published again until an operator releases it (default 10).
+func (singleton) MaxAttempts(attempts int) option {
+	return func(c *configuration) { c.maxAttempt = attempts }
+}
+
+// PageSize is the most rows read at once by startup recovery and the lease
+// sweep, and the largest batch published at once (default 500).
+func (singleton) PageSize(size int) option {
+	return func(c *configuration) { c.pageSize = size }
+}
+
+// LeaseTimeout is how long a processor's claim on a row lasts without renewal
+// (default 1 minute). Another instance may publish a row whose lease expired,
+// so keep it well above the time one batch takes to publish (the transport's
+// broker timeout). Instances sharing a table need clocks in rough agreement.
+func (singleton) LeaseTimeout(d time.Duration) option {
+	return func(c *configuration) { c.lease = d }
+}
+
+// SweepInterval is how often the processor looks for rows no live instance
+// holds, such as those of an instance that died after committing (default half
+// the LeaseTimeout). Such rows are published within their lease plus this
+// interval, without a restart.
+func (singleton) SweepInterval(d time.Duration) option {
+	return func(c *configuration) { c.sweep = d }
+}
+
+// Retention is how long dispatched rows are kept before the processor prunes
+// them (default 24 hours). Unpublished and retired rows are never pruned.
+func (singleton) Retention(d time.Duration) option {
+	return func(c *configuration) { c.retention = d }
+}
+
+// PruneBatchSize is the most dispatched rows deleted by one statement (default 500).
+func (singleton) PruneBatchSize(size int) option {
+	return func(c *configuration) { c.pruneBatch = size }
+}
+
+// PruneInterval is how often the processor looks for rows past Retention
+// (default 1 minute); a full batch is followed at once by another.
+func (singleton) PruneInterval(d time.Duration) option {
+	return func(c *configuration) { c.pruneEvery = d }
+}
+
+// ShutdownTimeout bounds how long Close waits for Listen to return (default
+// 30s, the transport's own broker timeout).
+func (singleton) ShutdownTimeout(d time.Duration) option {
+	return func(c *configuration) { c.shutdown = d }
+}
+
+// Logger receives the outbox's WARN and INFO lines (default: slog.Default()).
+func (singleton) Logger(logger *slog.Logger) option {
+	return func(c *configuration) { c.logger = logger }
+}
+
+// Monitor receives the outbox's counters (default: a no-op).
+func (singleton) Monitor(monitor Monitor) option {
+	return func(c *configuration) { c.monitor = monitor }
+}
+
+// Context is the process context. The dispatch processor and background
+// handoffs run on it; ending it stops them as Close does (default Background).
+func (singleton) Context(ctx context.Context) option {
+	return func(c *configuration) { c.ctx = ctx }
+}
+
+// Clock replaces the wall clock and timers; a test seam.
+func (singleton) Clock(clock Clock) option {
+	return func(c *configuration) { c.clock = clock }
+}
+
+// InstanceName names this processor in the lease_owner column (default
+// host/pid/random). Two processors must never share a name.
+func (singleton) InstanceName(name string) option {
+	return func(c *configuration) { c.owner = name }
+}
+
+func newConfiguration(options []option) configuration {
+	c := configuration{}
+	for _, apply := range options {
+		if apply != nil {
+			apply(&c)
+		}
+	}
+	c.table = defaultString(c.table, DefaultTable)
+	c.channelCap = defaultInt(c.channelCap, DefaultChannelBufferCapacity)
+	c.retry = defaultDuration(c.retry, DefaultRetryTimeout)
+	if c.isolation == sql.LevelDefault {
+		c.isolation = DefaultIsolationLevel
+	}
+	c.handoff = defaultDuration(c.handoff, DefaultHandoffTimeout)
+	c.deferred = defaultInt(c.deferred, DefaultDeferredHandoffCapacity)
+	c.maxAttempt = defaultInt(c.maxAttempt, DefaultMaxAttempts)
+	c.pageSize = defaultInt(c.pageSize, DefaultPageSize)
+	c.lease = defaultDuration(c.lease, DefaultLeaseTimeout)
+	c.sweep = defaultDuration(c.sweep, c.lease/2)
+	c.retention = defaultDuration(c.retention, DefaultRetention)
+	c.pruneBatch = defaultInt(c.pruneBatch, DefaultPruneBatchSize)
+	c.pruneEvery = defaultDuration(c.pruneEvery, DefaultPruneInterval)
+	c.shutdown = defaultDuration(c.shutdown, DefaultShutdownTimeout)
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	if c.ctx == nil {
+		c.ctx = context.Background()
+	}
+	if c.clock == nil {
+		c.clock = systemClock{}
+	}
+	if c.owner == "" {
+		c.owner = defaultOwner()
+	}
+	if c.err == nil && c.db == nil {
+		c.err = fmt.Errorf("sqlmq: no database; pass sqlmq.Options.StorageHandle(db) or sqlmq.Options.DataSource(driver, dsn)")
+	}
+	if c.err == nil {
+		c.err = validTable(c.table)
+	}
+	return c
+}
+
+func defaultString(value, fallback string) string {
+	if value == "" {
+		return fallback
+	}
+	return value
+}
+
+func defaultInt(value, fallback int) int {
+	if value <= 0 {
+		return fallback
+	}
+	return value
+}
+
+func defaultDuration(value, fallback time.Duration) time.Duration {
+	if value <= 0 {
+		return fallback
+	}
+	return value
+}

@@ -1,0 +1,104 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+)
+
+func TestConfigFixture(t *testing.T) {
+	gunit.Run(new(ConfigFixture), t)
+}
+
+type ConfigFixture struct {
+	*gunit.Fixture
+}
+
+func (f *ConfigFixture) TestZeroAndNegativeValuesMeanTheDefaults() {
+	c := newConfiguration([]option{
+		Options.StorageHandle(&sql.DB{}), Options.ChannelBufferCapacity(-1), Options.RetryTimeout(0),
+		Options.HandoffTimeout(-time.Second), Options.DeferredHandoffCapacity(0), Options.MaxAttempts(-3),
+		Options.PageSize(0), Options.LeaseTimeout(0), Options.Retention(-1), Options.PruneBatchSize(0),
+		Options.PruneInterval(0), Options.ShutdownTimeout(0),
+	})
+	f.So(c.err, should.BeNil)
+	f.So(c.table, should.Equal, "Messages")
+	f.So(c.dialect.String(), should.Equal, "mysql")
+	f.So(c.channelCap, should.Equal, 1024)
+	f.So(c.retry, should.Equal, 5*time.Second)
+	f.So(c.isolation, should.Equal, sql.LevelReadCommitted)
+	f.So(c.handoff, should.Equal, 10*time.Second)
+	f.So(c.deferred, should.Equal, 8192)
+	f.So(c.maxAttempt, should.Equal, 10)
+	f.So(c.pageSize, should.Equal, DefaultPageSize)
+	f.So(c.lease, should.Equal, DefaultLeaseTimeout)
+	f.So(c.sweep, should.Equal, DefaultLeaseTimeout/2)
+	f.So(c.retention, should.Equal, DefaultRetention)
+	f.So(c.pruneBatch, should.Equal, DefaultPruneBatchSize)
+	f.So(c.shutdown, should.Equal, DefaultShutdownTimeout)
+	f.So(c.owner, should.NotBeBlank)
+}
+
+func (f *ConfigFixture) TestWithoutADatabaseConnectFailsAndListenReturnsAtOnce() {
+	log := newLogRecorder()
+	connector, processor := New(nil, Options.Logger(slog.New(log)))
+	_, err := connector.Connect(context.Background())
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "StorageHandle")
+	processor.Listen()
+	f.So(log.Lines()[0], should.StartWith, "ERROR The outbox dispatch processor cannot start")
+	f.So(processor.Close(), should.BeNil)
+}
+
+func (f *ConfigFixture) TestAnUnsafeTableNameIsRefused() {
+	_, err := TableSchema(MySQL, "x; DROP TABLE y")
+	f.So(err, should.NotBeNil)
+	connector, _ := New(nil, Options.StorageHandle(&sql.DB{}), Options.Table("a b"))
+	_, err = connector.Connect(context.Background())
+	f.So(err, should.NotBeNil)
+	_, err = NewAdmin(&sql.DB{}, Options.Table("`x`")).Retired(context.Background(), 1)
+	f.So(err, should.NotBeNil)
+}
+
+func (f *ConfigFixture) TestEachDialectHasItsSchemaAndTableSchemaRenamesTableAndIndexes() {
+	for _, d := range []Dialect{MySQL, PostgreSQL, SQLite} {
+		f.So(Schema(d), should.ContainSubstring, "CREATE TABLE Messages (")
+		ddl, err := TableSchema(d, "app.outbox")
+		f.So(err, should.BeNil)
+		f.So(ddl, should.ContainSubstring, "CREATE TABLE app.outbox (")
+		f.So(ddl, should.ContainSubstring, "CREATE INDEX ix_outbox_pending ON app.outbox")
+		f.So(strings.Contains(ddl, "Messages"), should.BeFalse)
+	}
+	f.So(Schema(Dialect{}), should.Equal, Schema(MySQL))
+	f.So(Schema(PostgreSQL), should.ContainSubstring, "bytea")
+}
+
+func (f *ConfigFixture) TestPostgreSQLPlaceholdersAreNumbered() {
+	f.So(PostgreSQL.rebind("a = ? AND b IN (?,?)"), should.Equal, "a = $1 AND b IN ($2,$3)")
+	f.So(MySQL.rebind("a = ?"), should.Equal, "a = ?")
+}
+
+func (f *ConfigFixture) TestDataSourceOpensTheDatabaseAndTheProcessorClosesIt() {
+	connector, processor := New(nil, Options.DataSource("no-such-driver", "x"))
+	_, err := connector.Connect(context.Background())
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "is the driver imported?")
+	f.So(processor.Close(), should.BeNil)
+
+	_, dsn := openSQLiteDSN(tb(f))
+	connector, processor = New(nil, Options.DataSource("sqlite", dsn), Options.Dialect(SQLite))
+	connection, err := connector.Connect(context.Background())
+	f.So(err, should.BeNil)
+	writer, err := connection.CommitWriter(context.Background())
+	f.So(err, should.BeNil)
+	f.So(writer.Rollback(), should.BeNil)
+	f.So(processor.Close(), should.BeNil)
+	_, err = connection.CommitWriter(context.Background())
+	f.So(err, should.NotBeNil) // the handle the outbox opened is closed
+}

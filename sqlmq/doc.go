@@ -1,0 +1,38 @@
+// Package sqlmq is the transactional outbox. Its Connector's CommitWriter stores
+// dispatches as rows in the caller's SQL transaction (MySQL/MariaDB,
+// PostgreSQL or SQLite), so a handler's own writes and the messages it sends
+// commit together or not at all; its dispatch processor publishes the committed
+// rows through the transport, mandatory and confirmed, in commit order, and
+// marks each row dispatched only after the broker confirmed it. Delivery is at
+// least once: a crash between confirm and mark publishes the row again.
+//
+// A row stores everything needed to publish the same bytes and properties
+// later, so a row recovered after a restart, or by another instance, publishes
+// exactly what the live path would have. A row the broker keeps refusing
+// (unroutable, negatively acknowledged, exchange missing) is retired after
+// MaxAttempts so the rows behind it move; it is kept, listed by Admin.Retired,
+// and released by Admin.Release. Nothing is deleted unpublished; dispatched rows
+// are pruned after Retention.
+//
+// Several instances may share one table: rows are claimed with a lease (SELECT
+// ... FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL), and a periodic sweep
+// publishes rows whose lease expired, such as those of an instance that died.
+//
+// The library never creates its table: apply Schema (or TableSchema) with your
+// migrations. Times in the table are microseconds since the Unix epoch, so the
+// outbox does not depend on a driver's time parsing or the server's time zone.
+//
+// What the outbox fixes at store time: MessageID (messaging.NewID when empty),
+// FirstSeen and Timestamp (now when zero), Mandatory (always true). Header
+// values must be what an AMQP table carries (a nested map[string]any is stored
+// as an amqp091.Table); names in the reserved x-acemq- namespace are refused.
+// A Dispatch with an empty Origin gets the publishing transport's default, so
+// instances sharing a table should configure the same origin.
+//
+// On SQLite, open the database with a busy timeout (for modernc.org/sqlite,
+// "?_pragma=busy_timeout(10000)"), because writers and the processor take
+// turns on the one write lock.
+//
+// Connection.Writer (as opposed to CommitWriter) commits every Write in a
+// transaction of its own; Connection.Reader fails with ErrCannotRead.
+package sqlmq

@@ -1,0 +1,472 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smarty/gunit"
+	_ "modernc.org/sqlite"
+
+	"github.com/warrenmq/messaging"
+)
+
+const testBound = 10 * time.Second // how long a test waits for an event that must happen
+
+// openSQLite returns a fresh SQLite database with the outbox table.
+func openSQLite(t testing.TB) *sql.DB {
+	db, _ := openSQLiteDSN(t)
+	return db
+}
+
+// openSQLiteDSN is openSQLite that also returns the DSN, for a second handle.
+func openSQLiteDSN(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	dsn := "file:" + filepath.Join(t.TempDir(), "outbox.db") + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	applySchema(t, db, SQLite, DefaultTable)
+	return db, dsn
+}
+
+func applySchema(t testing.TB, db *sql.DB, d Dialect, table string) {
+	t.Helper()
+	ddl, err := TableSchema(d, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, statement := range splitStatements(ddl) {
+		if _, err := db.Exec(statement); err != nil {
+			t.Fatalf("apply schema: %v\n%s", err, statement)
+		}
+	}
+}
+
+func splitStatements(ddl string) []string {
+	var out []string
+	var lines []string
+	for _, line := range strings.Split(ddl, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	for _, statement := range strings.Split(strings.Join(lines, "\n"), ";") {
+		if s := strings.TrimSpace(statement); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fakeClock hands out timers that fire only when the test fires them.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	timers  []*fakeTimer
+	changed chan struct{}
+}
+
+type fakeTimer struct {
+	d     time.Duration
+	c     chan time.Time
+	fired bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), changed: make(chan struct{})}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	timer := &fakeTimer{d: d, c: make(chan time.Time, 1)}
+	c.timers = append(c.timers, timer)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return timer.c
+}
+
+// Await blocks until a timer of d is waiting, and fails the test otherwise.
+func (c *fakeClock) Await(t testing.TB, d time.Duration) {
+	t.Helper()
+	deadline := time.After(testBound)
+	for {
+		c.mu.Lock()
+		for _, timer := range c.timers {
+			if timer.d == d && !timer.fired {
+				c.mu.Unlock()
+				return
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no timer of %s was started within %s", d, testBound)
+		}
+	}
+}
+
+// Fire fires every waiting timer of d and returns how many it fired.
+func (c *fakeClock) Fire(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, timer := range c.timers {
+		if timer.d == d && !timer.fired {
+			timer.fired = true
+			timer.c <- c.now
+			n++
+		}
+	}
+	return n
+}
+
+// AwaitFire waits for a timer of d and fires it.
+func (c *fakeClock) AwaitFire(t testing.TB, d time.Duration) {
+	t.Helper()
+	c.Await(t, d)
+	c.Fire(d)
+}
+
+// fakePublisher records writes; script decides each write's outcome and gate,
+// when set, holds every write until the test releases it.
+type fakePublisher struct {
+	mu      sync.Mutex
+	writes  [][]messaging.Dispatch
+	script  func(call int, dispatches []messaging.Dispatch) (int, error)
+	gate    chan struct{}
+	calls   chan []messaging.Dispatch
+	closed  bool
+	started chan struct{}
+}
+
+func newFakePublisher() *fakePublisher {
+	return &fakePublisher{calls: make(chan []messaging.Dispatch, 10000)}
+}
+
+func (p *fakePublisher) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	p.mu.Lock()
+	call := len(p.writes)
+	p.writes = append(p.writes, dispatches)
+	script, gate := p.script, p.gate
+	p.mu.Unlock()
+	p.calls <- dispatches
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if script != nil {
+		return script(call, dispatches)
+	}
+	return len(dispatches), nil
+}
+
+func (p *fakePublisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	return nil
+}
+
+// Next returns the next write, failing the test if none comes.
+func (p *fakePublisher) Next(t testing.TB) []messaging.Dispatch {
+	t.Helper()
+	select {
+	case dispatches := <-p.calls:
+		return dispatches
+	case <-time.After(testBound):
+		t.Fatalf("no publish within %s", testBound)
+		return nil
+	}
+}
+
+// Published returns every message id written, in order (retries included).
+func (p *fakePublisher) Published() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []string
+	for _, write := range p.writes {
+		for _, d := range write {
+			ids = append(ids, d.MessageID)
+		}
+	}
+	return ids
+}
+
+// fakeMonitor counts every callback.
+type fakeMonitor struct {
+	mu                                    sync.Mutex
+	changed                               chan struct{}
+	stored, published, confirmed, retired int
+	lags                                  []time.Duration
+}
+
+func (m *fakeMonitor) MessageStored(n int)    { m.mu.Lock(); m.stored += n; m.mu.Unlock() }
+func (m *fakeMonitor) MessagePublished(n int) { m.mu.Lock(); m.published += n; m.mu.Unlock() }
+func (m *fakeMonitor) MessageConfirmed(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.confirmed += n
+	if m.changed != nil {
+		close(m.changed)
+	}
+	m.changed = make(chan struct{})
+}
+
+// AwaitConfirmed blocks until n messages were confirmed.
+func (m *fakeMonitor) AwaitConfirmed(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.After(testBound)
+	for {
+		m.mu.Lock()
+		if m.changed == nil {
+			m.changed = make(chan struct{})
+		}
+		confirmed, changed := m.confirmed, m.changed
+		m.mu.Unlock()
+		if confirmed >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%d of %d messages confirmed within %s", confirmed, n, testBound)
+		}
+	}
+}
+func (m *fakeMonitor) MessageRetired(n int) { m.mu.Lock(); m.retired += n; m.mu.Unlock() }
+func (m *fakeMonitor) DispatchLag(d time.Duration) {
+	m.mu.Lock()
+	m.lags = append(m.lags, d)
+	m.mu.Unlock()
+}
+
+func (m *fakeMonitor) counts() (stored, published, confirmed, retired int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stored, m.published, m.confirmed, m.retired
+}
+
+// logRecorder is a slog handler that keeps every record and signals each one.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+	changed chan struct{}
+}
+
+func newLogRecorder() *logRecorder { return &logRecorder{changed: make(chan struct{})} }
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Clone())
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return nil
+}
+
+// Lines returns "LEVEL message" for every record.
+func (l *logRecorder) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lines []string
+	for _, r := range l.records {
+		lines = append(lines, fmt.Sprintf("%s %s", r.Level, r.Message))
+	}
+	return lines
+}
+
+// Await blocks until a line containing text is logged and returns it.
+func (l *logRecorder) Await(t testing.TB, text string) string {
+	t.Helper()
+	deadline := time.After(testBound)
+	for {
+		l.mu.Lock()
+		for _, r := range l.records {
+			line := fmt.Sprintf("%s %s", r.Level, r.Message)
+			if strings.Contains(line, text) {
+				l.mu.Unlock()
+				return line
+			}
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no log line containing %q within %s; logged: %q", text, testBound, l.Lines())
+		}
+	}
+}
+
+// harness is an outbox over SQLite with every seam replaced.
+type harness struct {
+	t         testing.TB
+	db        *sql.DB
+	clock     *fakeClock
+	publisher *fakePublisher
+	monitor   *fakeMonitor
+	log       *logRecorder
+	connector messaging.Connector
+	processor messaging.ListenCloser
+	listening chan struct{}
+}
+
+const (
+	testRetry   = 5 * time.Second
+	testHandoff = 10 * time.Second
+	testLease   = time.Hour
+	testSweep   = 30 * time.Minute
+	testPrune   = 2 * time.Hour
+)
+
+func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
+	h := &harness{t: t, db: db, clock: newFakeClock(), publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
+	base := []option{
+		Options.StorageHandle(db), Options.Dialect(SQLite), Options.Clock(h.clock),
+		Options.Logger(slog.New(h.log)), Options.Monitor(h.monitor),
+		Options.RetryTimeout(testRetry), Options.HandoffTimeout(testHandoff),
+		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),
+		func(c *configuration) { c.newPublisher = func() publisher { return h.publisher } },
+	}
+	h.connector, h.processor = New(nil, append(base, options...)...)
+	t.Cleanup(func() { _ = h.processor.Close() })
+	return h
+}
+
+// Listen runs the processor on a goroutine the harness waits for at cleanup.
+func (h *harness) Listen() {
+	h.listening = make(chan struct{})
+	go func() {
+		defer close(h.listening)
+		h.processor.Listen()
+	}()
+	h.t.Cleanup(func() {
+		_ = h.processor.Close()
+		h.AwaitStopped()
+	})
+}
+
+// AwaitStopped fails the test unless Listen has returned.
+func (h *harness) AwaitStopped() {
+	if h.listening == nil {
+		return
+	}
+	select {
+	case <-h.listening:
+	case <-time.After(testBound):
+		h.t.Fatalf("Listen did not return within %s", testBound)
+	}
+}
+
+// Commit writes dispatches in one transaction and commits.
+func (h *harness) Commit(dispatches ...messaging.Dispatch) error {
+	connection, err := h.connector.Connect(context.Background())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = connection.Close() }()
+	writer, err := connection.CommitWriter(context.Background())
+	if err != nil {
+		return err
+	}
+	if _, err := writer.Write(context.Background(), dispatches...); err != nil {
+		return err
+	}
+	return writer.Commit()
+}
+
+// CommitAsync commits on another goroutine and returns the result channel.
+func (h *harness) CommitAsync(dispatches ...messaging.Dispatch) chan error {
+	result := make(chan error, 1)
+	go func() { result <- h.Commit(dispatches...) }()
+	return result
+}
+
+func (h *harness) count(condition string) int {
+	h.t.Helper()
+	var n int
+	if err := h.db.QueryRow("SELECT COUNT(*) FROM Messages WHERE " + condition).Scan(&n); err != nil {
+		h.t.Fatalf("count rows: %v", err)
+	}
+	return n
+}
+
+func await(t testing.TB, result chan error) error {
+	t.Helper()
+	select {
+	case err := <-result:
+		return err
+	case <-time.After(testBound):
+		t.Fatalf("no result within %s", testBound)
+		return nil
+	}
+}
+
+func message(id string) messaging.Dispatch {
+	return messaging.Dispatch{MessageID: id, Topic: "events", MessageType: "thing-happened", Payload: []byte("payload-" + id)}
+}
+
+func messages(ids ...string) []messaging.Dispatch {
+	out := make([]messaging.Dispatch, len(ids))
+	for i, id := range ids {
+		out[i] = message(id)
+	}
+	return out
+}
+
+// tb is the *testing.T behind a gunit fixture.
+func tb(f interface{ T() gunit.TestingT }) testing.TB { return f.T().(testing.TB) }
+
+// awaitChannel waits until the processor's channel holds n rows.
+func (h *harness) awaitChannel(n int) {
+	h.t.Helper()
+	channel := h.processor.(*processor).outbox.channel
+	deadline := time.Now().Add(testBound)
+	for len(channel) != n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the processor's channel holds %d rows, not %d, after %s", len(channel), n, testBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// countIn counts the rows of another table in the harness's database.
+func (h *harness) countIn(table string) int {
+	h.t.Helper()
+	var n int
+	if err := h.db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		h.t.Fatalf("count %s: %v", table, err)
+	}
+	return n
+}

@@ -1,0 +1,316 @@
+package sqlmq
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Headers are stored as JSON in which every value is tagged with its Go type,
+// {"name": {"i32": "7"}}, so that a recovered row hands the transport the same
+// types (and so the same AMQP field types and bytes) as the live path. Numbers
+// travel as strings so that 64-bit integers and NaN survive. Only what an AMQP
+// table can carry is accepted, at Write time: a row the transport could never
+// encode would otherwise be durable and unpublishable. A nested map[string]any
+// is stored, and published, as an amqp091.Table.
+
+const maxHeaderDepth = 32
+
+// reservedPrefix is the envelope's header namespace; the transport refuses
+// application headers in it.
+const reservedPrefix = "x-acemq-"
+
+// encodeHeaders returns the stored form of headers; nil headers are stored as
+// NULL (ok false).
+func encodeHeaders(headers map[string]any) (text string, ok bool, err error) {
+	if headers == nil {
+		return "", false, nil
+	}
+	for name := range headers {
+		if len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix) {
+			return "", false, fmt.Errorf("sqlmq: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, reservedPrefix)
+		}
+	}
+	tagged, err := tagTable(headers, 0)
+	if err != nil {
+		return "", false, err
+	}
+	raw, err := json.Marshal(tagged)
+	if err != nil {
+		return "", false, fmt.Errorf("sqlmq: encode headers: %w", err)
+	}
+	return string(raw), true, nil
+}
+
+func tagTable(table map[string]any, depth int) (map[string]map[string]any, error) {
+	out := make(map[string]map[string]any, len(table))
+	for name, value := range table {
+		tagged, err := tagValue(value, depth)
+		if err != nil {
+			return nil, fmt.Errorf("sqlmq: header %q: %w", name, err)
+		}
+		out[name] = tagged
+	}
+	return out, nil
+}
+
+func tagValue(value any, depth int) (map[string]any, error) {
+	if depth > maxHeaderDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxHeaderDepth)
+	}
+	switch v := value.(type) {
+	case nil:
+		return map[string]any{"nil": true}, nil
+	case string:
+		return map[string]any{"s": v}, nil
+	case bool:
+		return map[string]any{"bool": v}, nil
+	case int:
+		return map[string]any{"int": strconv.FormatInt(int64(v), 10)}, nil
+	case int8:
+		return map[string]any{"i8": strconv.FormatInt(int64(v), 10)}, nil
+	case int16:
+		return map[string]any{"i16": strconv.FormatInt(int64(v), 10)}, nil
+	case int32:
+		return map[string]any{"i32": strconv.FormatInt(int64(v), 10)}, nil
+	case int64:
+		return map[string]any{"i64": strconv.FormatInt(v, 10)}, nil
+	case uint8:
+		return map[string]any{"u8": strconv.FormatUint(uint64(v), 10)}, nil
+	case uint16:
+		return map[string]any{"u16": strconv.FormatUint(uint64(v), 10)}, nil
+	case uint32:
+		return map[string]any{"u32": strconv.FormatUint(uint64(v), 10)}, nil
+	case float32:
+		return map[string]any{"f32": strconv.FormatFloat(float64(v), 'g', -1, 32)}, nil
+	case float64:
+		return map[string]any{"f64": strconv.FormatFloat(v, 'g', -1, 64)}, nil
+	case []byte:
+		return map[string]any{"bytes": base64.StdEncoding.EncodeToString(v)}, nil
+	case time.Time:
+		return map[string]any{"time": v.Format(time.RFC3339Nano)}, nil
+	case amqp.Decimal:
+		return map[string]any{"decimal": []string{strconv.FormatUint(uint64(v.Scale), 10), strconv.FormatInt(int64(v.Value), 10)}}, nil
+	case amqp.Table:
+		inner, err := tagTable(v, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"table": inner}, nil
+	case map[string]any: // AMQP carries nested tables only as amqp091.Table
+		inner, err := tagTable(v, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"table": inner}, nil
+	case []any:
+		items := make([]map[string]any, len(v))
+		for i, item := range v {
+			tagged, err := tagValue(item, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			items[i] = tagged
+		}
+		return map[string]any{"array": items}, nil
+	default:
+		return nil, fmt.Errorf("a %T cannot travel in an AMQP table; use a string, bool, int, int8-int64, uint8-uint32, float32, float64, []byte, time.Time, amqp091 Decimal, a nested amqp091.Table (or map[string]any, stored as one) or []any", value)
+	}
+}
+
+// decodeHeaders reverses encodeHeaders. The text is read back from the
+// database, so it is treated as untrusted: every malformed input is an error.
+func decodeHeaders(text string, ok bool) (map[string]any, error) {
+	if !ok {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	var tagged map[string]json.RawMessage
+	if err := dec.Decode(&tagged); err != nil {
+		return nil, fmt.Errorf("sqlmq: stored headers are not a JSON object: %w", err)
+	}
+	if tagged == nil {
+		return nil, fmt.Errorf("sqlmq: stored headers are null")
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("sqlmq: stored headers have trailing data")
+	}
+	return untagTable(tagged, 0)
+}
+
+func untagTable(tagged map[string]json.RawMessage, depth int) (map[string]any, error) {
+	out := make(map[string]any, len(tagged))
+	names := make([]string, 0, len(tagged))
+	for name := range tagged {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		value, err := untagValue(tagged[name], depth)
+		if err != nil {
+			return nil, fmt.Errorf("sqlmq: stored header %q: %w", name, err)
+		}
+		out[name] = value
+	}
+	return out, nil
+}
+
+func untagValue(raw json.RawMessage, depth int) (any, error) {
+	if depth > maxHeaderDepth {
+		return nil, fmt.Errorf("nested deeper than %d levels", maxHeaderDepth)
+	}
+	var tagged map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &tagged); err != nil {
+		return nil, fmt.Errorf("not a tagged value: %w", err)
+	}
+	if len(tagged) != 1 {
+		return nil, fmt.Errorf("a tagged value has exactly one type tag, found %d", len(tagged))
+	}
+	for tag, body := range tagged {
+		return untag(tag, body, depth)
+	}
+	return nil, nil // unreachable
+}
+
+func untag(tag string, body json.RawMessage, depth int) (any, error) {
+	switch tag {
+	case "nil":
+		return nil, nil
+	case "s":
+		var s string
+		return s, json.Unmarshal(body, &s)
+	case "bool":
+		var b bool
+		return b, json.Unmarshal(body, &b)
+	case "int", "i8", "i16", "i32", "i64":
+		return untagInt(tag, body)
+	case "u8", "u16", "u32":
+		return untagUint(tag, body)
+	case "f32", "f64":
+		var s string
+		if err := json.Unmarshal(body, &s); err != nil {
+			return nil, err
+		}
+		bits := 64
+		if tag == "f32" {
+			bits = 32
+		}
+		f, err := strconv.ParseFloat(s, bits)
+		if err != nil {
+			return nil, err
+		}
+		if bits == 32 {
+			return float32(f), nil
+		}
+		return f, nil
+	case "bytes":
+		var s string
+		if err := json.Unmarshal(body, &s); err != nil {
+			return nil, err
+		}
+		return base64.StdEncoding.DecodeString(s)
+	case "time":
+		var s string
+		if err := json.Unmarshal(body, &s); err != nil {
+			return nil, err
+		}
+		return time.Parse(time.RFC3339Nano, s)
+	case "decimal":
+		var parts []string
+		if err := json.Unmarshal(body, &parts); err != nil {
+			return nil, err
+		}
+		if len(parts) != 2 {
+			return nil, fmt.Errorf("a decimal has a scale and a value")
+		}
+		scale, err := strconv.ParseUint(parts[0], 10, 8)
+		if err != nil {
+			return nil, err
+		}
+		value, err := strconv.ParseInt(parts[1], 10, 32)
+		if err != nil {
+			return nil, err
+		}
+		return amqp.Decimal{Scale: uint8(scale), Value: int32(value)}, nil
+	case "table":
+		var inner map[string]json.RawMessage
+		if err := json.Unmarshal(body, &inner); err != nil {
+			return nil, err
+		}
+		if inner == nil {
+			return nil, fmt.Errorf("a %s is null", tag)
+		}
+		table, err := untagTable(inner, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		return amqp.Table(table), nil
+	case "array":
+		var items []json.RawMessage
+		if err := json.Unmarshal(body, &items); err != nil {
+			return nil, err
+		}
+		out := make([]any, len(items))
+		for i, item := range items {
+			value, err := untagValue(item, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			out[i] = value
+		}
+		return out, nil
+	default:
+		return nil, fmt.Errorf("unknown type tag %q", tag)
+	}
+}
+
+func untagInt(tag string, body json.RawMessage) (any, error) {
+	var s string
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, err
+	}
+	bits := map[string]int{"int": strconv.IntSize, "i8": 8, "i16": 16, "i32": 32, "i64": 64}[tag]
+	n, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case "int":
+		return int(n), nil
+	case "i8":
+		return int8(n), nil
+	case "i16":
+		return int16(n), nil
+	case "i32":
+		return int32(n), nil
+	default:
+		return n, nil
+	}
+}
+
+func untagUint(tag string, body json.RawMessage) (any, error) {
+	var s string
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, err
+	}
+	bits := map[string]int{"u8": 8, "u16": 16, "u32": 32}[tag]
+	n, err := strconv.ParseUint(s, 10, bits)
+	if err != nil {
+		return nil, err
+	}
+	switch tag {
+	case "u8":
+		return uint8(n), nil
+	case "u16":
+		return uint16(n), nil
+	default:
+		return uint32(n), nil
+	}
+}

@@ -1,0 +1,88 @@
+package sqlmq
+
+import (
+	"context"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
+)
+
+// publisher is what the processor needs from the transport: a write that lands
+// whole (confirmed and routed) or reports, as a *messaging.PublishError when it
+// can, which messages did not.
+type publisher interface {
+	Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error)
+	Close() error
+}
+
+// outbox is the state the connector (the writing side) and the processor (the
+// publishing side) share: the configuration, the table, the channel between
+// them, and the background handoffs.
+type outbox struct {
+	config  configuration
+	store   *store
+	ctx     context.Context
+	cancel  context.CancelFunc
+	channel chan row
+
+	mu       sync.Mutex
+	tail     chan struct{} // closed when the latest handoff has finished
+	deferred int           // messages held by background handoffs
+	stopping bool
+	expected map[int64]struct{} // rows handed off and not yet settled
+	workers  sync.WaitGroup     // background handoffs
+}
+
+// New returns the outbox over transport: a Connector whose CommitWriter stores
+// dispatches in the caller's SQL transaction, and the dispatch processor that
+// publishes them through transport. Run the processor's Listen on a goroutine
+// of its own and Close it after the consumers that write through the outbox.
+//
+// The outbox does not close transport: it is usually shared with consumers.
+func New(transport messaging.Connector, options ...option) (messaging.Connector, messaging.ListenCloser) {
+	config := newConfiguration(options)
+	if config.newPublisher == nil {
+		config.newPublisher = func() publisher { return batch.New(transport) }
+	}
+	o := newOutbox(config)
+	return &connector{outbox: o, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{})}
+}
+
+func newOutbox(config configuration) *outbox {
+	ctx, cancel := context.WithCancel(config.ctx)
+	tail := make(chan struct{})
+	close(tail)
+	return &outbox{
+		config:   config,
+		store:    newStore(config.db, config.dialect, config.table),
+		ctx:      ctx,
+		cancel:   cancel,
+		channel:  make(chan row, config.channelCap),
+		tail:     tail,
+		expected: map[int64]struct{}{},
+	}
+}
+
+func (o *outbox) expect(rows []row) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range rows {
+		o.expected[r.id] = struct{}{}
+	}
+}
+
+func (o *outbox) forget(rows []row) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range rows {
+		delete(o.expected, r.id)
+	}
+}
+
+func (o *outbox) isExpected(id int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.expected[id]
+	return ok
+}

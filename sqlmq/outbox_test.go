@@ -1,0 +1,116 @@
+package sqlmq
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+func TestOutboxFixture(t *testing.T) {
+	gunit.Run(new(OutboxFixture), t)
+}
+
+type OutboxFixture struct {
+	*gunit.Fixture
+	h *harness
+}
+
+func (f *OutboxFixture) Setup() {
+	f.h = newHarness(tb(f), openSQLite(tb(f)))
+}
+
+func (f *OutboxFixture) TestCommittedMessagesArePublishedInOrderAndMarkedDispatched() {
+	f.h.Listen()
+	f.So(f.h.Commit(messages("a", "b", "c")...), should.BeNil)
+	var published []string
+	for len(published) < 3 {
+		for _, d := range f.h.publisher.Next(tb(f)) {
+			published = append(published, d.MessageID)
+			f.So(d.Mandatory, should.BeTrue)
+		}
+	}
+	f.So(published, should.Equal, []string{"a", "b", "c"})
+	f.h.monitor.AwaitConfirmed(tb(f), 3)
+	f.h.processor.Close()
+	f.h.AwaitStopped()
+	f.So(f.h.count("dispatched_us IS NOT NULL"), should.Equal, 3)
+	stored, sent, confirmed, retired := f.h.monitor.counts()
+	f.So([]int{stored, sent, confirmed, retired}, should.Equal, []int{3, 3, 3, 0})
+	f.So(len(f.h.monitor.lags), should.Equal, 3)
+}
+
+func (f *OutboxFixture) TestRollbackStoresNothingAndPublishesNothing() {
+	connection, _ := f.h.connector.Connect(context.Background())
+	writer, err := connection.CommitWriter(context.Background())
+	f.So(err, should.BeNil)
+	_, _ = writer.Write(context.Background(), message("a"))
+	f.So(writer.Rollback(), should.BeNil)
+	f.So(f.h.count("1=1"), should.Equal, 0)
+	f.So(f.h.publisher.Published(), should.BeEmpty)
+	_, err = writer.Write(context.Background(), message("b"))
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *OutboxFixture) TestTheTransactionSlotReceivesTheLiveTransaction() {
+	ctx, slot := messaging.WithTransactionSlot(context.Background())
+	connection, _ := f.h.connector.Connect(ctx)
+	writer, err := connection.CommitWriter(ctx)
+	f.So(err, should.BeNil)
+	f.So(slot.Tx, should.NotBeNil)
+	_, err = slot.Tx.Exec("CREATE TABLE business (id INTEGER)")
+	f.So(err, should.BeNil)
+	_, _ = writer.Write(ctx, message("a"))
+	f.So(writer.Rollback(), should.BeNil)
+	f.So(f.h.count("1=1"), should.Equal, 0)
+	var tables int
+	_ = f.h.db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE name = 'business'").Scan(&tables)
+	f.So(tables, should.Equal, 0)
+}
+
+func (f *OutboxFixture) TestReaderRefusesAndPlainWriterCommitsEachCall() {
+	f.h.Listen()
+	connection, _ := f.h.connector.Connect(context.Background())
+	_, err := connection.Reader(context.Background())
+	f.So(errors.Is(err, ErrCannotRead), should.BeTrue)
+	writer, err := connection.Writer(context.Background())
+	f.So(err, should.BeNil)
+	n, err := writer.Write(context.Background(), message("a"), message("b"))
+	f.So(err, should.BeNil)
+	f.So(n, should.Equal, 2)
+	f.So(f.h.count("1=1"), should.Equal, 2)
+}
+
+func (f *OutboxFixture) TestAMessageWithoutPayloadIsRefusedBeforeAnythingIsStored() {
+	connection, _ := f.h.connector.Connect(context.Background())
+	writer, _ := connection.CommitWriter(context.Background())
+	_, err := writer.Write(context.Background(), messaging.Dispatch{Message: struct{}{}})
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "serialization.New")
+	f.So(writer.Commit(), should.BeNil)
+	f.So(f.h.count("1=1"), should.Equal, 0)
+}
+
+func (f *OutboxFixture) TestCommitFillsIdentityAndTimesAtStoreTime() {
+	f.h.Listen()
+	f.So(f.h.Commit(messaging.Dispatch{Topic: "events", Payload: []byte("x")}), should.BeNil)
+	d := f.h.publisher.Next(tb(f))[0]
+	f.So(d.MessageID, should.HaveLength, 36)
+	f.So(d.FirstSeen, should.Equal, f.h.clock.Now())
+	f.So(d.Timestamp, should.Equal, f.h.clock.Now())
+}
+
+func (f *OutboxFixture) TestAClosedConnectorRefusesToConnectAndRollsBackOpenWriters() {
+	connection, _ := f.h.connector.Connect(context.Background())
+	writer, _ := connection.CommitWriter(context.Background())
+	_, _ = writer.Write(context.Background(), message("a"))
+	f.So(f.h.connector.Close(), should.BeNil)
+	f.So(errors.Is(writer.Commit(), messaging.ErrClosed), should.BeTrue)
+	_, err := f.h.connector.Connect(context.Background())
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+	f.So(f.h.count("1=1"), should.Equal, 0)
+}

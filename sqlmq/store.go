@@ -1,0 +1,247 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// store is every statement the outbox runs against its table.
+type store struct {
+	db      *sql.DB
+	dialect Dialect
+	table   string
+}
+
+func newStore(db *sql.DB, dialect Dialect, table string) *store {
+	return &store{db: db, dialect: dialect.normal(), table: table}
+}
+
+func (s *store) q(query string) string {
+	return s.dialect.rebind(strings.ReplaceAll(query, "{t}", s.table))
+}
+
+// execer is what an insert needs from a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// insert stores normalized dispatches in tx, leased to owner until leaseUntil,
+// and returns their row ids in order.
+func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Dispatch, created time.Time, owner string, leaseUntil time.Time) ([]int64, error) {
+	query := "INSERT INTO {t} (" + columns + ", lease_owner, lease_until_us) VALUES (" + placeholders(columnCount+2) + ")"
+	if s.dialect == PostgreSQL {
+		query += " RETURNING id"
+	}
+	statement, err := tx.PrepareContext(ctx, s.q(query))
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: prepare the outbox insert into %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+	}
+	defer func() { _ = statement.Close() }()
+	ids := make([]int64, 0, len(dispatches))
+	for _, d := range dispatches {
+		args, err := values(d, created)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, owner, micros(leaseUntil))
+		var id int64
+		if s.dialect == PostgreSQL {
+			err = statement.QueryRowContext(ctx, args...).Scan(&id)
+		} else {
+			var result sql.Result
+			if result, err = statement.ExecContext(ctx, args...); err == nil {
+				id, err = result.LastInsertId()
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlmq: insert message %s into the outbox table %s: %w", d.MessageID, s.table, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
+
+// claim leases up to limit undispatched, unretired rows that no instance holds
+// (no lease, or an expired one) to owner, and returns them in id order.
+func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, err error) {
+	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	if s.dialect == SQLite {
+		options = nil
+	}
+	tx, err := s.db.BeginTx(ctx, options)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: begin the claim of outbox rows: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var ids []int64
+	if s.dialect == SQLite {
+		ids, err = s.queryIDs(ctx, tx, "UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN (SELECT id FROM {t} WHERE "+
+			pendingCondition+" AND (lease_until_us IS NULL OR lease_until_us < ?) ORDER BY id LIMIT ?) RETURNING id",
+			owner, micros(now.Add(lease)), micros(now), limit)
+	} else {
+		ids, err = s.queryIDs(ctx, tx, "SELECT id FROM {t} WHERE "+pendingCondition+
+			" AND (lease_until_us IS NULL OR lease_until_us < ?) ORDER BY id LIMIT ?"+s.dialect.lockClause(), micros(now), limit)
+		if err == nil && len(ids) > 0 {
+			_, err = tx.ExecContext(ctx, s.q("UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN ("+placeholders(len(ids))+")"),
+				append([]any{owner, micros(now.Add(lease))}, int64s(ids)...)...)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: claim outbox rows: %w", err)
+	}
+	if len(ids) > 0 {
+		if rows, err = s.read(ctx, tx, ids); err != nil {
+			return nil, err
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return nil, fmt.Errorf("sqlmq: commit the claim of %d outbox row(s): %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *store) queryIDs(ctx context.Context, db querier, query string, args ...any) ([]int64, error) {
+	result, err := db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = result.Close() }()
+	var ids []int64
+	for result.Next() {
+		var id int64
+		if err := result.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, result.Err()
+}
+
+func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, error) {
+	result, err := db.QueryContext(ctx, s.q("SELECT "+selectColumns+" FROM {t} WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), int64s(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
+	}
+	defer func() { _ = result.Close() }()
+	var rows []row
+	for result.Next() {
+		r, err := scanRow(result)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
+	}
+	if err := result.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
+	}
+	return rows, nil
+}
+
+// renew extends owner's lease on ids and returns those still owned by owner and
+// still waiting to be published; another instance may have taken the others
+// after their lease expired.
+func (s *store) renew(ctx context.Context, owner string, ids []int64, until time.Time) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	condition := " WHERE id IN (" + placeholders(len(ids)) + ") AND lease_owner = ? AND " + pendingCondition
+	args := append(int64s(ids), owner)
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET lease_until_us = ?"+condition), append([]any{micros(until)}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: renew the lease on %d outbox row(s): %w", len(ids), err)
+	}
+	if affected, err := result.RowsAffected(); err == nil && affected == int64(len(ids)) {
+		return ids, nil
+	}
+	kept, err := s.queryIDs(ctx, s.db, "SELECT id FROM {t}"+condition+" ORDER BY id", args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: check the lease on %d outbox row(s): %w", len(ids), err)
+	}
+	return kept, nil
+}
+
+// markDispatched records that the broker confirmed ids and returns how many rows
+// changed: fewer than len(ids) means another instance had already marked some.
+func (s *store) markDispatched(ctx context.Context, ids []int64, now time.Time) (int64, error) {
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET dispatched_us = ? WHERE id IN ("+placeholders(len(ids))+") AND dispatched_us IS NULL"),
+		append([]any{micros(now)}, int64s(ids)...)...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: mark %d confirmed outbox row(s) dispatched: %w", len(ids), err)
+	}
+	affected, err := result.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: count the outbox rows marked dispatched: %w", err)
+	}
+	return affected, nil
+}
+
+const maxErrorText = 4000
+
+// recordFailure counts a refusal against a row and retires it when retired is
+// not zero.
+func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause string, retired time.Time) error {
+	if len(cause) > maxErrorText {
+		cause = cause[:maxErrorText]
+	}
+	var retiredAt sql.NullInt64
+	if !retired.IsZero() {
+		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
+	}
+	_, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, last_error = ?, retired_us = ? WHERE id = ? AND dispatched_us IS NULL"),
+		int64(attempts), cause, retiredAt, id)
+	if err != nil {
+		return fmt.Errorf("sqlmq: record the failed publish of outbox row %d: %w", id, err)
+	}
+	return nil
+}
+
+// countPending counts rows waiting to be published (not dispatched, not retired).
+func (s *store) countPending(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM {t} WHERE "+pendingCondition)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlmq: count undispatched outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+	}
+	return n, nil
+}
+
+// prune deletes up to limit rows dispatched before cutoff and returns how many.
+func (s *store) prune(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	ids, err := s.queryIDs(ctx, s.db, "SELECT id FROM {t} WHERE dispatched_us IS NOT NULL AND dispatched_us < ? ORDER BY dispatched_us LIMIT ?", micros(cutoff), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: find dispatched outbox rows to prune: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	result, err := s.db.ExecContext(ctx, s.q("DELETE FROM {t} WHERE id IN ("+placeholders(len(ids))+") AND dispatched_us IS NOT NULL"), int64s(ids)...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: prune %d dispatched outbox row(s): %w", len(ids), err)
+	}
+	affected, _ := result.RowsAffected()
+	return int(affected), nil
+}
+
+func int64s(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}

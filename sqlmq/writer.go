@@ -1,0 +1,132 @@
+package sqlmq
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// commitWriter buffers dispatches and stores them in its SQL transaction on
+// Commit.
+type commitWriter struct {
+	outbox     *outbox
+	connection *connection
+	ctx        context.Context
+	tx         *sql.Tx
+
+	mu      sync.Mutex
+	pending []messaging.Dispatch
+	done    bool
+}
+
+// Write validates and buffers dispatches; nothing reaches the database until
+// Commit. It fills MessageID, FirstSeen and Timestamp now, so the message
+// published later is the one described here.
+func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return 0, fmt.Errorf("sqlmq: write after commit or rollback: %w", messaging.ErrClosed)
+	}
+	now := w.outbox.config.clock.Now()
+	normalized := make([]messaging.Dispatch, 0, len(dispatches))
+	for _, d := range dispatches {
+		n, err := normalize(d, now)
+		if err != nil {
+			return 0, err
+		}
+		normalized = append(normalized, n)
+	}
+	w.pending = append(w.pending, normalized...)
+	return len(dispatches), nil
+}
+
+// Commit inserts the buffered dispatches in the transaction, commits it, and
+// hands the messages to the dispatch processor. An error means the transaction
+// did not commit. Once SQL has committed, Commit returns nil whatever happens to
+// the handoff: the rows are durable and will be published.
+func (w *commitWriter) Commit() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return fmt.Errorf("sqlmq: commit after commit or rollback: %w", messaging.ErrClosed)
+	}
+	w.done = true
+	defer w.connection.release(w)
+	config := w.outbox.config
+	created := config.clock.Now()
+	var ids []int64
+	if len(w.pending) > 0 {
+		var err error
+		ids, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, created.Add(config.lease))
+		if err != nil {
+			_ = w.tx.Rollback()
+			return err
+		}
+	}
+	if err := w.tx.Commit(); err != nil {
+		return fmt.Errorf("sqlmq: commit the outbox transaction (%d message(s) not stored): %w", len(w.pending), err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	config.monitor.MessageStored(len(ids))
+	rows := make([]row, len(ids))
+	for i, id := range ids {
+		rows[i] = row{id: id, dispatch: clone(w.pending[i]), created: created}
+	}
+	w.pending = nil
+	w.outbox.handoff(rows)
+	return nil
+}
+
+// Rollback rolls the transaction back and forgets the buffered dispatches. It
+// does nothing after Commit or Rollback.
+func (w *commitWriter) Rollback() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return nil
+	}
+	w.done = true
+	w.pending = nil
+	defer w.connection.release(w)
+	if err := w.tx.Rollback(); err != nil && err != sql.ErrTxDone {
+		return fmt.Errorf("sqlmq: roll back the outbox transaction: %w", err)
+	}
+	return nil
+}
+
+// Close rolls back what was not committed.
+func (w *commitWriter) Close() error { return w.Rollback() }
+
+// autoCommitWriter commits each Write in a transaction of its own.
+type autoCommitWriter struct {
+	connection *connection
+}
+
+// Write stores dispatches in a transaction of their own, commits, and hands
+// them to the processor. It returns len(dispatches) once they are durable.
+func (w *autoCommitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	if len(dispatches) == 0 {
+		return 0, nil
+	}
+	writer, err := w.connection.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := writer.Write(ctx, dispatches...); err != nil {
+		_ = writer.Rollback()
+		return 0, err
+	}
+	if err := writer.Commit(); err != nil {
+		return 0, err
+	}
+	return len(dispatches), nil
+}
+
+// Close does nothing; each Write has already finished its transaction.
+func (w *autoCommitWriter) Close() error { return nil }
