@@ -178,7 +178,7 @@ func (f *ConnectorFixture) TestAConnectionClosedByTheApplicationIsReportedOnce()
 	f.So(conn.Close(), should.BeNil)
 
 	f.So(f.h.monitor.Events(), should.Resemble, []string{"opened", "closed"})
-	f.So(f.h.logs.String(), should.ContainSubstring, "closed by the application")
+	f.So(f.h.logs.String(), should.ContainSubstring, "level=DEBUG msg=\"AMQP connection closed (reason: closed by the application)\"")
 }
 
 func (f *ConnectorFixture) TestAStalledCloseSeversAtTheBrokerTimeout() {

@@ -564,7 +564,7 @@ func (h *harness) options(extra ...option) []option {
 		Options.Clock(h.clock),
 		Options.Dialer(h.dialer),
 		Options.Monitor(h.monitor),
-		Options.Logger(slog.New(slog.NewTextHandler(h.logs, nil))),
+		Options.Logger(slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		Options.Origin("tests@host"),
 	}, extra...)
 }
