@@ -175,6 +175,7 @@ type fakeConnection struct {
 	blockClose bool
 	blockOpen  bool
 	closeCalls int
+	prepare    func(*fakeChannel) // when set, applied to each new channel before it is handed out
 }
 
 func newFakeConnection() *fakeConnection {
@@ -197,7 +198,11 @@ func (c *fakeConnection) Channel() (adapter.Channel, error) {
 	ch := newFakeChannel(c)
 	c.mu.Lock()
 	c.channels = append(c.channels, ch)
+	prepare := c.prepare
 	c.mu.Unlock()
+	if prepare != nil {
+		prepare(ch)
+	}
 	c.opened <- ch
 	return ch, nil
 }
@@ -344,6 +349,13 @@ func (ch *fakeChannel) Block(method string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.blocking[method] = true
+}
+
+// Fail makes every later call of method return err.
+func (ch *fakeChannel) Fail(method string, err error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.failing[method] = err
 }
 
 func (ch *fakeChannel) Calls() []fakeCall {

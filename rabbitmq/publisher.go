@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -29,11 +30,20 @@ type publisher struct {
 	writeMu sync.Mutex // serialises basic.publish and the sequence number
 	seq     uint64     // the delivery tag of the last publish the channel accepted
 
+	confirmed atomic.Uint64 // confirms (acks and nacks) received, to tell a stalled broker from a busy window
+
 	mu          sync.Mutex
 	pending     map[uint64]*inflight
-	returned    map[string]amqp.Return // returns not yet claimed by their confirm, by message id
-	returnOrder []string
-	endReason   error // why the channel ended, once it has
+	returned    map[returnKey][]amqp.Return // returns not yet claimed by their confirm, oldest first per key
+	returnOrder []returnKey                 // the key of every unclaimed return, oldest first
+	endReason   error                       // why the channel ended, once it has
+}
+
+// returnKey identifies the mandatory publish a basic.return answers. The message
+// id alone is not enough: two messages in flight may share it (a republish), and
+// only one of them may have been unroutable.
+type returnKey struct {
+	id, exchange, key string
 }
 
 type inflight struct {
@@ -63,7 +73,7 @@ func newPublisher(ctx context.Context, conn *connection) (*publisher, error) {
 		slots:    make(chan struct{}, window),
 		ended:    make(chan struct{}),
 		pending:  map[uint64]*inflight{},
-		returned: map[string]amqp.Return{},
+		returned: map[returnKey][]amqp.Return{},
 	}
 	go p.drain(confirms, returns, closes)
 	return p, nil
@@ -95,6 +105,7 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 
 	bound := newDeadline(p.config.clock, p.config.brokerTimeout)
 	defer bound.Stop()
+	confirmsAtStart := p.confirmed.Load()
 
 	paused := p.conn.pausedSignal()
 	var stop error
@@ -107,7 +118,7 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 		case <-paused:
 			stop = p.pausedError()
 		default:
-			stop = p.acquire(ctx, bound.C)
+			stop = p.acquire(ctx, op, bound.C, paused, confirmsAtStart)
 		}
 		if stop == nil {
 			waits[i], stop = p.send(op, m)
@@ -130,11 +141,14 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 				continue
 			case <-ctx.Done():
 				abandon = fmt.Errorf("stopped waiting for the broker's confirm (%w); the message may or may not have reached the broker: %w", ctx.Err(), messaging.ErrArrivalUnknown)
-			case <-paused:
-				abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.pausedError(), messaging.ErrArrivalUnknown)
 			case <-bound.C:
-				p.conn.sever(op.name)
-				abandon = p.conn.timeoutError(op.name, op.sentinel)
+				// A block does not end this wait: a message already written usually
+				// lands once the alarm clears, so it is not "not sent". Only the
+				// broker timeout gives up on it.
+				if !errors.Is(stop, op.sentinel) { // else a bounded wait of the write phase severed already
+					p.conn.sever(op.name)
+				}
+				abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.conn.timeoutError(op.name, op.sentinel), messaging.ErrArrivalUnknown)
 			}
 		}
 		select {
@@ -156,8 +170,11 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 	return landed, &messaging.PublishError{Results: results}
 }
 
-// acquire takes a slot in the window of unconfirmed publishes.
-func (p *publisher) acquire(ctx context.Context, bound <-chan struct{}) error {
+// acquire takes a slot in the window of unconfirmed publishes. When the write's
+// bound passes while it waits and the broker has sent no confirm since the write
+// began (confirmsAtStart), the broker has stopped confirming: the slots will never
+// free, so the connection is severed as for a confirm that never came.
+func (p *publisher) acquire(ctx context.Context, op operation, bound, paused <-chan struct{}, confirmsAtStart uint64) error {
 	select {
 	case p.slots <- struct{}{}:
 		return nil
@@ -169,9 +186,16 @@ func (p *publisher) acquire(ctx context.Context, bound <-chan struct{}) error {
 		return nil
 	case <-p.ended:
 		return p.endedError()
+	case <-paused:
+		return p.pausedError()
 	case <-ctx.Done():
 		cause = ctx.Err()
 	case <-bound:
+		if p.confirmed.Load() == confirmsAtStart {
+			p.conn.sever(op.name)
+			return fmt.Errorf("the broker stopped confirming: %d publishes are waiting for a confirm on this channel and none arrived within [%s], so the connection was severed and this message was not sent; connect again: %w",
+				cap(p.slots), p.config.brokerTimeout, op.sentinel)
+		}
 		cause = fmt.Errorf("waited the broker timeout of %s", p.config.brokerTimeout)
 	}
 	return fmt.Errorf("%d publishes are already waiting for a confirm on this channel and none completed in time (%w); the broker is not keeping up, so publish more slowly rather than buffering more (rabbitmq.Options.MaxOutstandingPublishes): %w",
@@ -261,28 +285,44 @@ func (p *publisher) fileBuffered(returns <-chan amqp.Return) <-chan amqp.Return 
 	}
 }
 
+// file keeps a return until the confirm of its message claims it. Returns of one
+// key queue in arrival order, which is publish order: the broker answers a
+// channel's publishes in sequence. The oldest are dropped past the cap.
 func (p *publisher) file(r amqp.Return) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.returned[r.MessageId]; !ok {
-		p.returnOrder = append(p.returnOrder, r.MessageId)
-	}
-	p.returned[r.MessageId] = r
+	k := returnKey{id: r.MessageId, exchange: r.Exchange, key: r.RoutingKey}
+	p.returned[k] = append(p.returned[k], r)
+	p.returnOrder = append(p.returnOrder, k)
 	limit := max(minimumUnclaimedReturns, cap(p.slots))
 	for len(p.returnOrder) > limit {
-		delete(p.returned, p.returnOrder[0])
-		p.returnOrder = p.returnOrder[1:]
+		p.takeReturn(p.returnOrder[0])
 	}
 }
 
-func (p *publisher) claimReturn(id string) (amqp.Return, bool) {
-	r, ok := p.returned[id]
-	if !ok {
-		return r, false
+// claimReturn takes the oldest unclaimed return of a mandatory message's key. A
+// message that was not mandatory is never returned, so it claims nothing.
+func (p *publisher) claimReturn(m outgoing) (amqp.Return, bool) {
+	if !m.mandatory {
+		return amqp.Return{}, false
 	}
-	delete(p.returned, id)
-	for i, pendingID := range p.returnOrder {
-		if pendingID == id {
+	return p.takeReturn(returnKey{id: m.id, exchange: m.exchange, key: m.key})
+}
+
+// takeReturn removes the oldest return of k.
+func (p *publisher) takeReturn(k returnKey) (amqp.Return, bool) {
+	queue := p.returned[k]
+	if len(queue) == 0 {
+		return amqp.Return{}, false
+	}
+	r := queue[0]
+	if len(queue) == 1 {
+		delete(p.returned, k)
+	} else {
+		p.returned[k] = queue[1:]
+	}
+	for i, filed := range p.returnOrder {
+		if filed == k {
 			p.returnOrder = append(p.returnOrder[:i], p.returnOrder[i+1:]...)
 			break
 		}
@@ -291,6 +331,7 @@ func (p *publisher) claimReturn(id string) (amqp.Return, bool) {
 }
 
 func (p *publisher) settle(c amqp.Confirmation) {
+	p.confirmed.Add(1)
 	p.mu.Lock()
 	w, ok := p.pending[c.DeliveryTag]
 	if !ok {
@@ -302,7 +343,7 @@ func (p *publisher) settle(c amqp.Confirmation) {
 	result := messaging.PublishResult{MessageID: m.id, Confirmed: c.Ack, Routed: c.Ack}
 	if !c.Ack {
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q was refused by the broker (basic.nack); publish it again or investigate the broker: %w", m.id, m.exchange, m.key, messaging.ErrRefused)
-	} else if r, returned := p.claimReturn(m.id); returned && m.mandatory {
+	} else if r, returned := p.claimReturn(m); returned {
 		result.Routed = false
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q reached no queue (%d %s); the broker dropped it: %w", m.id, m.exchange, m.key, r.ReplyCode, r.ReplyText, messaging.ErrUnroutable)
 	}
@@ -330,7 +371,7 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	p.endReason = reason
 	pending := p.pending
 	p.pending = map[uint64]*inflight{}
-	p.returned = map[string]amqp.Return{}
+	p.returned = map[returnKey][]amqp.Return{}
 	p.returnOrder = nil
 	p.mu.Unlock()
 	for _, w := range pending {

@@ -168,6 +168,7 @@ func (r *reader) start(ctx context.Context, ch adapter.Channel, config messaging
 		tag:         tag,
 		deliveries:  deliveries,
 		closes:      closes,
+		turn:        make(chan struct{}, 1),
 		outstanding: map[uint64]struct{}{},
 	}, nil
 }

@@ -13,7 +13,11 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
-// stream is one consumer on its own channel.
+// stream is one consumer on its own channel. Read is safe for concurrent
+// readers: receiving a delivery and registering its tag as awaiting
+// acknowledgement are one step, so a multiple-ack never covers a delivery that no
+// Read has returned. Acknowledge covers only delivered tags: those a Read returned
+// and that are not acknowledged yet.
 type stream struct {
 	conn       *connection
 	ch         adapter.Channel
@@ -23,6 +27,11 @@ type stream struct {
 	closes     <-chan *amqp.Error
 	forget     func(*stream)
 
+	// turn is a mutex that a waiting Read can give up when its ctx ends: the
+	// Read holding it receives a delivery and registers its tag as one step. It
+	// is held while a Read waits, so it is never taken under mu.
+	turn chan struct{}
+
 	mu          sync.Mutex // serialises acknowledgements; guards the fields below
 	outstanding map[uint64]struct{}
 	closed      bool
@@ -31,7 +40,17 @@ type stream struct {
 
 // Read waits for the next delivery and decodes it into delivery. It returns an
 // error when ctx ends or the stream ends (its channel or connection closed).
+//
+// Concurrent Reads are served one at a time: a delivery is registered as awaiting
+// acknowledgement before the next Read can receive, so an Acknowledge that sees a
+// later tag outstanding also sees every earlier one.
 func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.turn }()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -39,10 +58,10 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 		if !ok {
 			return s.endedError()
 		}
-		decodeDelivery(raw, s.queue, delivery)
 		s.mu.Lock()
 		s.outstanding[raw.DeliveryTag] = struct{}{}
 		s.mu.Unlock()
+		decodeDelivery(raw, s.queue, delivery)
 		return nil
 	}
 }

@@ -3,8 +3,10 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/smarty/assertions/should"
@@ -293,4 +295,63 @@ func (f *StreamFixture) TestAnEmptyStreamNameIsRefused() {
 	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{})
 
 	f.So(err.Error(), should.ContainSubstring, "StreamName is empty")
+}
+
+func (f *StreamFixture) TestAWaitingReadHoldsItsTurnSoAConcurrentReadCannotTakeADeliveryBeforeItIsRegistered() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	first := make(chan messaging.Delivery, 1)
+	go func() {
+		var d messaging.Delivery
+		_ = s.Read(context.Background(), &d)
+		first <- d
+	}()
+	turn := s.(*stream).turn
+	for deadline := time.Now().Add(waitLimit); len(turn) == 0; {
+		if time.Now().After(deadline) {
+			f.T().Fatalf("the first Read never took its turn")
+		}
+		runtime.Gosched()
+	}
+
+	// A second Read waits for the first to receive and register; its own ctx
+	// still bounds that wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	second := make(chan error, 1)
+	go func() {
+		var d messaging.Delivery
+		second <- s.Read(ctx, &d)
+	}()
+	cancel()
+	f.So(errors.Is(receive(f.T(), second, "the second Read"), context.Canceled), should.BeTrue)
+
+	f.channel.Deliver(amqp.Delivery{DeliveryTag: 1})
+	f.So(receive(f.T(), first, "the first Read").DeliveryID, should.Equal, uint64(1))
+	f.So(len(turn), should.Equal, 0)
+}
+
+func (f *StreamFixture) TestConcurrentReadsRegisterEveryDeliveryBeforeReturningIt() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	const n = 200
+	got := make(chan messaging.Delivery, n)
+	for range 4 {
+		go func() {
+			for {
+				var d messaging.Delivery
+				if s.Read(context.Background(), &d) != nil {
+					return
+				}
+				got <- d
+			}
+		}()
+	}
+	for tag := uint64(1); tag <= n; tag++ {
+		f.channel.Deliver(amqp.Delivery{DeliveryTag: tag})
+	}
+	var all []messaging.Delivery
+	for range n {
+		all = append(all, receive(f.T(), got, "a delivery"))
+	}
+
+	f.So(s.Acknowledge(context.Background(), all...), should.BeNil)
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: n, multiple: true}})
 }

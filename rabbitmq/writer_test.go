@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -208,20 +210,56 @@ func (f *WriterFixture) TestAFullWindowFailsWhenTheContextEndsNamingTheSetting()
 	f.So(second.Error(), should.ContainSubstring, "rabbitmq.Options.MaxOutstandingPublishes")
 }
 
-func (f *WriterFixture) TestAFullWindowFailsAtTheBrokerTimeout() {
+func (f *WriterFixture) TestAFullWindowWithNoConfirmWithinTheBrokerTimeoutSeversTheConnection() {
 	_ = f.connector.Close()
 	f.open(1)
-	first := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	abandoned, cancel := context.WithCancel(context.Background())
+	first := f.write(abandoned, messaging.Dispatch{MessageID: "1"})
 	f.published()
-	f.h.clock.awaitActive(f.T(), 1)
+	cancel() // the caller stops waiting; its slot stays taken until a confirm comes
+	f.So(errors.Is(receive(f.T(), first, "the first Write").err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(len(f.h.clock.Active()), should.Equal, 0)
+
 	second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
-	f.h.clock.awaitActive(f.T(), 2)
-
+	f.h.clock.awaitActive(f.T(), 1)
 	f.h.clock.Expire()
+	got := receive(f.T(), second, "the second Write")
 
-	secondErr := receive(f.T(), second, "the second Write").err
-	f.So(errors.Is(secondErr, messaging.ErrTooManyOutstanding), should.BeTrue)
-	f.So(errors.Is(receive(f.T(), first, "the first Write").err, ErrPublishTimeout), should.BeTrue)
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrTooManyOutstanding), should.BeFalse)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeFalse)
+	f.So(got.err.Error(), should.ContainSubstring, "the broker stopped confirming")
+	f.So(f.raw.isSevered(), should.BeTrue)
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP publish did not complete within [30s]; severing the connection.")
+	f.So(len(f.channel.published), should.Equal, 0)
+}
+
+func (f *WriterFixture) TestAFullWindowWhileTheBrokerStillConfirmsIsTooManyOutstandingWithoutSevering() {
+	_ = f.connector.Close()
+	f.open(1)
+	abandoned, cancel := context.WithCancel(context.Background())
+	first := f.write(abandoned, messaging.Dispatch{MessageID: "1"})
+	f.published()
+	cancel()
+	receive(f.T(), first, "the first Write")
+
+	second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
+	f.h.clock.awaitActive(f.T(), 1)
+	p := f.writer.(*writer).pub
+	f.channel.Answer(99, true) // a confirm that frees no slot this write can take
+	for deadline := time.Now().Add(waitLimit); p.confirmed.Load() == 0; {
+		if time.Now().After(deadline) {
+			f.T().Fatalf("the drainer never counted the confirm")
+		}
+		runtime.Gosched()
+	}
+	f.h.clock.Expire()
+	got := receive(f.T(), second, "the second Write")
+
+	f.So(errors.Is(got.err, messaging.ErrTooManyOutstanding), should.BeTrue)
+	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeFalse)
+	f.So(f.raw.isSevered(), should.BeFalse)
 }
 
 func (f *WriterFixture) TestAConfirmNotArrivingWithinTheBrokerTimeoutSeversTheConnection() {
@@ -269,15 +307,57 @@ func (f *WriterFixture) TestABlockedConnectionFailsWritesAtOnceUntilUnblocked() 
 	f.So(receive(f.T(), result, "Write"), should.Resemble, writeResult{n: 1})
 }
 
-func (f *WriterFixture) TestABlockWhileAwaitingConfirmsEndsTheWait() {
+func (f *WriterFixture) TestABlockWhileAwaitingConfirmsKeepsWaitingForThem() {
 	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
 	f.published()
 
 	f.raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+	select {
+	case got := <-result:
+		f.Error("the write ended when the broker blocked:", got.err)
+	default:
+	}
+	f.raw.Block(false, "")
+	f.channel.Answer(1, true) // the message lands once the alarm clears
+
+	f.So(receive(f.T(), result, "Write"), should.Resemble, writeResult{n: 1})
+}
+
+func (f *WriterFixture) TestABlockPausesOnlyTheMessagesNotYetWritten() {
+	_ = f.connector.Close()
+	f.open(1)
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "written"}, messaging.Dispatch{MessageID: "unwritten"})
+	f.published() // the second waits for the window
+
+	f.raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+	f.channel.Answer(1, true)
 	got := receive(f.T(), result, "Write")
 
-	f.So(errors.Is(got.err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(got.n, should.Equal, 1)
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(publishErr.Results[0], should.Resemble, messaging.PublishResult{MessageID: "written", Confirmed: true, Routed: true})
+	f.So(errors.Is(publishErr.Results[1].Err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(errors.Is(publishErr.Results[1].Err, messaging.ErrArrivalUnknown), should.BeFalse)
+	f.So(len(f.channel.published), should.Equal, 0)
+}
+
+func (f *WriterFixture) TestABlockThatOutlastsTheBrokerTimeoutIsArrivalUnknownNotPaused() {
+	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+	f.published()
+	f.raw.Block(true, "low on memory")
+	f.h.monitor.await(f.T(), "blocked:low on memory")
+	f.h.clock.awaitActive(f.T(), 1)
+
+	f.h.clock.Expire()
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
 	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrPublishingPaused), should.BeFalse)
+	f.So(f.raw.isSevered(), should.BeTrue)
 }
 
 func (f *WriterFixture) TestANewConnectionStartsUnblocked() {
@@ -361,6 +441,84 @@ func (f *WriterFixture) TestUnclaimedReturnsAreCapped() {
 
 	f.So(len(p.returned), should.Equal, 64)
 	f.So(len(p.returnOrder), should.Equal, 64)
-	_, oldestKept := p.returned["36"]
+	_, oldestKept := p.returned[returnKey{id: "36"}]
 	f.So(oldestKept, should.BeTrue)
+	_, droppedKept := p.returned[returnKey{id: "35"}]
+	f.So(droppedKept, should.BeFalse)
+}
+
+func (f *WriterFixture) TestUnclaimedReturnsOfOneKeyCountTowardsTheCapEach() {
+	p := f.writer.(*writer).pub
+	for range 100 {
+		p.file(returnFor("same"))
+	}
+
+	f.So(len(p.returned[returnKey{id: "same"}]), should.Equal, 64)
+	f.So(len(p.returnOrder), should.Equal, 64)
+}
+
+func (f *WriterFixture) TestAnEarlyReturnOfAnUnroutableMessageIsNotClaimedByARoutableOneWithTheSameID() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{Topic: "events", RoutingKey: "routed", MessageID: "same", Mandatory: true},
+		messaging.Dispatch{Topic: "events", RoutingKey: "nowhere", MessageID: "same", Mandatory: true},
+	)
+	f.published()
+	f.published()
+
+	// The broker returns the unroutable message at once while the routable one's
+	// confirm waits for its queue, so the return precedes both confirms.
+	f.channel.Return("same", "events", "nowhere")
+	f.channel.Answer(1, true)
+	f.channel.Answer(2, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 1)
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(publishErr.Results[0], should.Resemble, messaging.PublishResult{MessageID: "same", Confirmed: true, Routed: true})
+	f.So(errors.Is(publishErr.Results[1].Err, messaging.ErrUnroutable), should.BeTrue)
+	f.So(publishErr.Results[1].Err.Error(), should.ContainSubstring, `key "nowhere"`)
+}
+
+func (f *WriterFixture) TestReturnsOfOneKeyAreClaimedOldestFirst() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{RoutingKey: "nowhere", MessageID: "same", Mandatory: true},
+		messaging.Dispatch{RoutingKey: "nowhere", MessageID: "same", Mandatory: true},
+	)
+	f.published()
+	f.published()
+
+	f.channel.Return("same", "", "nowhere")
+	f.channel.Return("same", "", "nowhere")
+	f.channel.Answer(1, true)
+	f.channel.Answer(2, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, messaging.ErrUnroutable), should.BeTrue)
+	p := f.writer.(*writer).pub
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f.So(len(p.returned), should.Equal, 0)
+	f.So(len(p.returnOrder), should.Equal, 0)
+}
+
+func (f *WriterFixture) TestAMessageThatWasNotMandatoryClaimsNoReturn() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{RoutingKey: "q", MessageID: "same"},
+		messaging.Dispatch{RoutingKey: "q", MessageID: "same", Mandatory: true},
+	)
+	f.published()
+	f.published()
+
+	f.channel.Return("same", "", "q")
+	f.channel.Answer(1, true)
+	f.channel.Answer(2, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 1)
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(publishErr.Results[0].Err, should.BeNil)
+	f.So(errors.Is(publishErr.Results[1].Err, messaging.ErrUnroutable), should.BeTrue)
 }

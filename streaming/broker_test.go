@@ -70,7 +70,7 @@ func consume(t *testing.T, connector messaging.Connector, queue string, handler 
 	}()
 	t.Cleanup(func() {
 		_ = consumer.Close()
-		<-listened
+		receiveWithin(t, listened, 30*time.Second, "the consumer's Listen to return after Close")
 	})
 	return consumer
 }

@@ -49,8 +49,8 @@ func (f *ConsumerFixture) Setup() {
 
 func (f *ConsumerFixture) Teardown() {
 	if f.consumer != nil {
-		_ = f.consumer.Close()
-		<-f.listened
+		receive(f.T(), f.closeAsync(), "Close to return in Teardown")
+		receive(f.T(), f.listened, "Listen to return in Teardown")
 	}
 }
 
@@ -125,12 +125,12 @@ func (f *ConsumerFixture) TestDefaultsAndFullThrottle() {
 func (f *ConsumerFixture) TestBatchesNeverWaitToFill() {
 	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
 	f.stream.push(delivery("1"))
-	f.So(<-f.handler.entered, should.Equal, 1)
+	f.So(receive(f.T(), f.handler.entered, "the handler to start a batch"), should.Equal, 1)
 	f.stream.push(delivery("2"), delivery("3"), delivery("4"))
 	eventually(f.T(), f.stream.waiting(4))
-	f.handler.release()
-	f.So(<-f.handler.entered, should.Equal, 2)
-	f.handler.release()
+	f.handler.release(f.T())
+	f.So(receive(f.T(), f.handler.entered, "the handler to start a batch"), should.Equal, 2)
+	f.handler.release(f.T())
 	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 2 })
 
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3", "4"}})
@@ -140,14 +140,14 @@ func (f *ConsumerFixture) TestBatchesNeverWaitToFill() {
 func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
 	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(2))
 	f.stream.push(delivery("1"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	f.stream.push(delivery("2"), delivery("3"), delivery("4"))
 	eventually(f.T(), f.stream.waiting(4))
-	f.handler.release()
-	<-f.handler.entered
-	f.handler.release()
-	<-f.handler.entered
-	f.handler.release()
+	f.handler.release(f.T())
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
+	f.handler.release(f.T())
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
+	f.handler.release(f.T())
 	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 3 })
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3"}, {"4"}})
 }
@@ -155,10 +155,10 @@ func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
 func (f *ConsumerFixture) TestAcknowledgesOnlyAfterHandleReturns() {
 	f.listen()
 	f.stream.push(delivery("1"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	eventually(f.T(), f.stream.waiting(1))
 	f.So(f.stream.ackedIDs(), should.BeEmpty)
-	f.handler.release()
+	f.handler.release(f.T())
 	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
 	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
 }
@@ -201,16 +201,16 @@ func (f *ConsumerFixture) TestMonitorAndLogsForALiveSession() {
 func (f *ConsumerFixture) TestDrainHandlesWhatIsBufferedThenStops() {
 	f.listen(SubscriptionOptions.BufferCapacity(5))
 	f.stream.push(delivery("1"), delivery("2"), delivery("3"), delivery("4"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	eventually(f.T(), f.stream.waiting(4))
 	closed := f.closeAsync()
 	eventually(f.T(), f.stream.readEnded)
 	for range 3 {
-		f.handler.release()
-		<-f.handler.entered
+		f.handler.release(f.T())
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
 	}
-	f.handler.release()
-	<-closed
+	f.handler.release(f.T())
+	receive(f.T(), closed, "Close to return")
 	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}, {"2"}, {"3"}, {"4"}})
 	f.So(f.monitor.list(), should.NotContain, "forced q")
 	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second})
@@ -220,12 +220,12 @@ func (f *ConsumerFixture) TestCurrentBatchFinishesTheBatchInProgressOnly() {
 	f.listen(SubscriptionOptions.BufferCapacity(5),
 		SubscriptionOptions.ShutdownStrategy(ShutdownStrategyCurrentBatch, time.Second))
 	f.stream.push(delivery("1"), delivery("2"), delivery("3"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	eventually(f.T(), f.stream.waiting(3))
 	closed := f.closeAsync()
 	eventually(f.T(), f.stream.readEnded)
-	f.handler.release()
-	<-closed
+	f.handler.release(f.T())
+	receive(f.T(), closed, "Close to return")
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}})
 	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
 	f.So(f.clock.requested(), should.Equal, []time.Duration{time.Second})
@@ -236,9 +236,9 @@ func (f *ConsumerFixture) TestImmediateCancelsTheHandlerAndStopsBeforeTheNextBat
 	f.listen(SubscriptionOptions.BufferCapacity(5),
 		SubscriptionOptions.ShutdownStrategy(ShutdownStrategyImmediate, 0))
 	f.stream.push(delivery("1"), delivery("2"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	eventually(f.T(), f.stream.waiting(2))
-	<-f.closeAsync()
+	receive(f.T(), f.closeAsync(), "Close to return")
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}})
 	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
 	f.So(f.monitor.list(), should.NotContain, "forced q")
@@ -248,30 +248,47 @@ func (f *ConsumerFixture) TestShutdownTimeoutCancelsTheHandlerAndReportsIt() {
 	f.handler = &fakeHandler{awaitCtx: true, entered: make(chan int, 10)}
 	f.listen()
 	f.stream.push(delivery("1"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	closed := f.closeAsync()
 	eventually(f.T(), f.stream.readEnded)
 	f.So(f.handler.contexts[0].Err(), should.BeNil)
 	f.clock.fire(f.T(), 0)
-	<-closed
+	receive(f.T(), closed, "Close to return")
 	f.So(f.handler.contexts[0].Err(), should.Equal, context.Canceled)
-	f.So(f.stream.ackedIDs(), should.BeEmpty)
 	f.So(f.monitor.list(), should.Contain, "forced q")
 	f.So(f.logs.String(), should.ContainSubstring,
 		"Workers on stream [q] did not conclude within [5s] of shutdown; abandoning in-flight deliveries.")
 }
 
+func (f *ConsumerFixture) TestABatchWhoseHandleReturnsAfterTheDeadlineIsStillAcknowledged() {
+	// Like a settlement decorator that set the message aside (its publish
+	// ignores cancellation) and returns: the copy exists, so the original must
+	// be acknowledged, or the broker redelivers it and a second copy is made.
+	f.handler = &fakeHandler{awaitCtx: true, entered: make(chan int, 10)}
+	f.listen()
+	f.stream.push(delivery("1"))
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
+	closed := f.closeAsync()
+	eventually(f.T(), f.stream.readEnded)
+	f.clock.fire(f.T(), 0) // the shutdown deadline; the grace timer is never fired
+	receive(f.T(), closed, "Close to return")
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+	f.So(f.monitor.list(), should.Contain, "acknowledged q 1 <nil>")
+	f.So(f.monitor.list(), should.Contain, "forced q")
+	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second, time.Second})
+}
+
 func (f *ConsumerFixture) TestAHandlerThatIgnoresCancellationIsAbandonedAfterTheGrace() {
 	f.listen()
 	f.stream.push(delivery("1"))
-	<-f.handler.entered
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	closed := f.closeAsync()
 	f.clock.fire(f.T(), 0) // shutdown timeout
 	f.clock.fire(f.T(), 1) // grace
-	<-closed
+	receive(f.T(), closed, "Close to return")
 	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second, time.Second})
 	f.So(f.logs.String(), should.ContainSubstring, "ignored its cancelled context")
-	f.handler.release() // the abandoned handler returns; its acknowledgement is refused
+	f.handler.release(f.T()) // the abandoned handler returns; its acknowledgement is refused
 	eventually(f.T(), func() bool {
 		return strings.Contains(strings.Join(f.monitor.list(), "\n"), "acknowledged q 1 context canceled")
 	})
@@ -283,16 +300,16 @@ func (f *ConsumerFixture) TestReconnectBacksOffWithoutSleeping() {
 	f.listen(SubscriptionOptions.ReconnectDelay(10 * time.Second))
 	var delays []time.Duration
 	for range 4 {
-		delays = append(delays, <-f.clock.sleeps)
-		f.clock.wake <- true
+		delays = append(delays, receive(f.T(), f.clock.sleeps, "the reconnect delay"))
+		send(f.T(), f.clock.wake, true, "the reconnect delay to be woken")
 	}
 	f.So(delays, should.Equal, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second})
 	// the fifth attempt connects; a healthy session resets the backoff
 	f.stream.push(delivery("1"))
-	f.handler.release()
+	f.handler.release(f.T())
 	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
 	f.stream.fail(errors.New("connection reset"))
-	f.So(<-f.clock.sleeps, should.Equal, 10*time.Second)
+	f.So(receive(f.T(), f.clock.sleeps, "the reconnect delay"), should.Equal, 10*time.Second)
 	f.So(f.logs.String(), should.ContainSubstring, "Unable to open connection for stream [q] [open connection: refused]")
 	f.So(f.logs.String(), should.ContainSubstring, "Stream [q] ended [connection reset]")
 	f.So(f.logs.String(), should.ContainSubstring, "Subscription to stream [q] concluded; reconnecting in [10s].")
@@ -317,7 +334,7 @@ func (f *ConsumerFixture) TestBackoffCapIsTheDelayWhenLarger() {
 func (f *ConsumerFixture) TestStreamOpenFailuresAreReportedAndRetried() {
 	f.streams = make(chan *fakeStream) // nothing scripted: Stream fails
 	f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
-	f.So(<-f.clock.sleeps, should.Equal, time.Second)
+	f.So(receive(f.T(), f.clock.sleeps, "the reconnect delay"), should.Equal, time.Second)
 	f.So(f.monitor.list(), should.Equal, []string{"opened q open stream: no stream scripted"})
 	f.So(f.logs.String(), should.ContainSubstring, "Unable to open stream [q] [open stream: no stream scripted]")
 	f.So(f.connector.connections[0].isClosed(), should.BeTrue)
@@ -329,7 +346,7 @@ func (f *ConsumerFixture) TestAPanicIsNotAcknowledgedAndEndsTheSession() {
 	f.streams <- second
 	f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
 	f.stream.push(delivery("1"))
-	f.So(<-f.clock.sleeps, should.Equal, time.Second)
+	f.So(receive(f.T(), f.clock.sleeps, "the reconnect delay"), should.Equal, time.Second)
 	f.So(f.stream.ackedIDs(), should.BeEmpty)
 	f.So(f.stream.isClosed(), should.BeTrue)
 	f.So(f.connector.connections[0].isClosed(), should.BeTrue)
@@ -340,7 +357,7 @@ func (f *ConsumerFixture) TestAPanicIsNotAcknowledgedAndEndsTheSession() {
 	f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "closed q"})
 
 	f.handler.panicOn = nil
-	f.clock.wake <- true
+	send(f.T(), f.clock.wake, true, "the reconnect delay to be woken")
 	second.push(delivery("1"))
 	eventually(f.T(), func() bool { return len(second.ackedIDs()) == 1 })
 }
@@ -350,7 +367,7 @@ func (f *ConsumerFixture) TestAFailedAcknowledgementEndsTheSession() {
 	f.stream.ackErr = errors.New("channel closed")
 	f.listen()
 	f.stream.push(delivery("1"))
-	<-f.clock.sleeps
+	receive(f.T(), f.clock.sleeps, "the reconnect delay")
 	f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "acknowledged q 1 channel closed", "closed q"})
 	f.So(f.logs.String(), should.ContainSubstring,
 		"Unable to acknowledge [1] delivery(ies) from stream [q] [channel closed]; the broker will redeliver them.")
@@ -377,8 +394,8 @@ func (f *ConsumerFixture) TestAFailureInOneSubscriptionDoesNotTouchAnother() {
 	f.So(f.connector.connectionCount(), should.Equal, 2)
 
 	streams["a"][0].fail(errors.New("channel closed by broker"))
-	<-f.clock.sleeps
-	f.clock.wake <- true
+	receive(f.T(), f.clock.sleeps, "the reconnect delay")
+	send(f.T(), f.clock.wake, true, "the reconnect delay to be woken")
 	eventually(f.T(), streams["a"][1].waiting(0))
 
 	f.So(f.connector.connectionCount(), should.Equal, 3)
@@ -414,6 +431,6 @@ func (f *ConsumerFixture) TestParentContextEndsListen() {
 	}()
 	eventually(f.T(), f.stream.waiting(0))
 	cancel()
-	<-done
+	receive(f.T(), done, "Listen to return")
 	f.So(f.stream.isClosed(), should.BeTrue)
 }

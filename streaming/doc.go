@@ -35,8 +35,12 @@
 // once and stops before the next batch (a batch whose Handle still returns
 // normally is acknowledged). When workers have not concluded within
 // the strategy's timeout, the hard context (the one Handle receives) is
-// cancelled, Monitor.ShutdownForced fires and a WARN is logged; the stream is
-// then closed and a handler that ignores its cancelled context is waited for at
-// most one further second before it is abandoned (its batch is never
-// acknowledged). Close returns after every subscription has ended.
+// cancelled, Monitor.ShutdownForced fires and a WARN is logged. A batch whose
+// Handle still returns normally after that is acknowledged (within the
+// transport's own bound): its handler may already have republished a copy, as
+// the settlement decorator does, and redelivering the original would make a
+// second one. A handler that ignores its cancelled context is waited for at
+// most one further second; then the acknowledgements are cancelled too and it
+// is abandoned (its batch is never acknowledged). Close returns after every
+// subscription has ended.
 package streaming

@@ -30,6 +30,42 @@ func eventually(t fataler, condition func() bool) {
 	}
 }
 
+// receive waits at most 5 s for a value from ch, failing the test with what
+// it was waiting for instead of hanging.
+func receive[T any](t fataler, ch <-chan T, what string) T {
+	t.Helper()
+	return receiveWithin(t, ch, 5*time.Second, what)
+}
+
+// receiveWithin is receive with its own bound, for a wait that includes a
+// component's own shutdown timeout.
+func receiveWithin[T any](t fataler, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case value := <-ch:
+		return value
+	case <-timer.C:
+		t.Fatalf("waited %s for %s", within, what)
+		var zero T
+		return zero
+	}
+}
+
+// send waits at most 5 s to hand value to ch, failing the test with what it
+// was waiting for instead of hanging.
+func send[T any](t fataler, ch chan<- T, value T, what string) {
+	t.Helper()
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	select {
+	case ch <- value:
+	case <-timer.C:
+		t.Fatalf("waited 5 s for %s", what)
+	}
+}
+
 // ---- connector / connection / reader ----
 
 type fakeConnector struct {
@@ -284,7 +320,9 @@ func (h *fakeHandler) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-func (h *fakeHandler) release() { h.block <- struct{}{} }
+// release lets one blocked Handle return, failing the test if none is
+// waiting within 5 s.
+func (h *fakeHandler) release(t fataler) { send(t, h.block, struct{}{}, "a blocked Handle to release") }
 
 func (h *fakeHandler) handled() [][]any {
 	h.mu.Lock()

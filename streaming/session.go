@@ -25,7 +25,8 @@ type session struct {
 	// handleCtx is given to Handle: cancelled on hard shutdown.
 	handleCtx    context.Context
 	cancelHandle context.CancelFunc
-	// ackCtx bounds acknowledgements: cancelled when in-flight work is abandoned.
+	// ackCtx bounds acknowledgements: cancelled only when in-flight work is
+	// abandoned after the grace that follows the shutdown deadline.
 	ackCtx    context.Context
 	cancelAck context.CancelFunc
 
@@ -118,8 +119,13 @@ func (s *session) await(workersDone <-chan struct{}) {
 			stops = append(stops, stop)
 		case <-deadline:
 			deadline = nil
+			// Only the handlers are cancelled: a batch whose Handle still
+			// returns normally (a settlement decorator that already set a
+			// message aside, ignoring cancellation) must be acknowledged, or
+			// the broker redelivers it and the copy is made twice. The
+			// acknowledgement is bounded by the transport; ackCtx is cancelled
+			// only when the grace below runs out.
 			s.cancelHandle()
-			s.cancelAck()
 			s.monitor.ShutdownForced(queue)
 			timeout := s.subscription.shutdownTimeout
 			s.logger.Warn(fmt.Sprintf("Workers on stream [%s] did not conclude within [%s] of shutdown; abandoning in-flight deliveries.", queue, timeout),

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,44 +16,18 @@ import (
 )
 
 // TestOrdersShipEndToEnd runs the example service against the local RabbitMQ and
-// MariaDB, places orders over HTTP and waits for each to be shipped and recorded.
+// MariaDB, places 100 orders over HTTP and waits for each to be shipped and
+// recorded; then places more, stops the service at once, and checks that a
+// restarted service ships those too: nothing committed is lost at shutdown.
 func TestOrdersShipEndToEnd(t *testing.T) {
 	amqpURL := testenv.Broker(t)
 	db := testenv.MySQL(t)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	go func() {
-		done <- run(ctx, settings{amqp: amqpURL, dsn: testenv.MySQLDSN, http: "127.0.0.1:0", ready: ready}, logger)
-	}()
-	var address string
-	select {
-	case address = <-ready:
-	case err := <-done:
-		t.Fatalf("the service stopped before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the service did not start serving within 30s")
-	}
-	base := "http://" + address
 	client := &http.Client{Timeout: 10 * time.Second}
 
-	var ids []string
-	for _, item := range []string{"book", "lamp", "kettle"} {
-		response, err := client.Post(base+"/orders", "application/json", strings.NewReader(`{"item":"`+item+`","quantity":2}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var view orderView
-		_ = json.NewDecoder(response.Body).Decode(&view)
-		_ = response.Body.Close()
-		if response.StatusCode != http.StatusCreated || view.ID == "" || view.Status != "placed" {
-			t.Fatalf("POST /orders: %d %+v", response.StatusCode, view)
-		}
-		ids = append(ids, view.ID)
-	}
+	service := startService(t, amqpURL)
+	base := "http://" + service.address
+
+	ids := placeOrders(t, client, base, 100)
 
 	response, err := client.Post(base+"/orders", "application/json", strings.NewReader(`{"item":""}`))
 	if err != nil {
@@ -62,40 +38,8 @@ func TestOrdersShipEndToEnd(t *testing.T) {
 		t.Fatalf("an order without an item should be refused with 400, got %d", response.StatusCode)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for _, id := range ids {
-		for {
-			var view orderView
-			response, err := client.Get(base + "/orders/" + id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = json.NewDecoder(response.Body).Decode(&view)
-			_ = response.Body.Close()
-			if view.Status == "shipped" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("order %s is %q after 30s, want shipped", id, view.Status)
-			}
-			time.Sleep(50 * time.Millisecond) // polling a real service
-		}
-	}
-	for _, id := range ids {
-		for {
-			var recorded int
-			if err := db.QueryRow("SELECT COUNT(*) FROM order_events WHERE order_id = ? AND event = 'order-shipped'", id).Scan(&recorded); err != nil {
-				t.Fatal(err)
-			}
-			if recorded == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("order-shipped for %s was not recorded within 30s", id)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	waitShipped(t, client, base, ids)
+	waitRecorded(t, db, ids)
 
 	response, err = client.Get(base + "/metrics")
 	if err != nil {
@@ -103,7 +47,7 @@ func TestOrdersShipEndToEnd(t *testing.T) {
 	}
 	body, _ := io.ReadAll(response.Body)
 	_ = response.Body.Close()
-	for _, metric := range []string{"outbox_stored_total", "outbox_confirmed_total", "consumer_acknowledged_total", "amqp_publish_total"} {
+	for _, metric := range []string{"outbox_stored_total", "outbox_confirmed_total", "consumer_acknowledged_total", "amqp_publish_total", "consumer_batch_seconds"} {
 		if !strings.Contains(string(body), metric) {
 			t.Errorf("/metrics lacks %s", metric)
 		}
@@ -117,13 +61,119 @@ func TestOrdersShipEndToEnd(t *testing.T) {
 		t.Errorf("/status answered %d", response.StatusCode)
 	}
 
-	cancel()
+	// Orders placed just before the signal: committed, perhaps not yet shipped.
+	late := placeOrders(t, client, base, 20)
+	service.stop(t)
+
+	restarted := startService(t, amqpURL)
+	waitShipped(t, client, "http://"+restarted.address, late)
+	waitRecorded(t, db, late)
+	restarted.stop(t)
+}
+
+type runningService struct {
+	address string
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func startService(t *testing.T, amqpURL string) *runningService {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	go func() {
+		done <- run(ctx, settings{amqp: amqpURL, dsn: testenv.MySQLDSN, http: "127.0.0.1:0", ready: ready}, logger)
+	}()
 	select {
+	case address := <-ready:
+		s := &runningService{address: address, cancel: cancel, done: done}
+		t.Cleanup(func() { cancel() })
+		return s
 	case err := <-done:
+		cancel()
+		t.Fatalf("the service stopped before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the service did not start serving within 30s")
+	}
+	return nil
+}
+
+// stop is what SIGTERM does: the service's context ends. It must return within
+// the shutdown bound.
+func (s *runningService) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case err := <-s.done:
 		if err != nil {
 			t.Fatalf("the service stopped with %v", err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the service did not stop within 20s of its context ending")
+	case <-time.After(shutdownLimit + 10*time.Second):
+		t.Fatalf("the service did not stop within %s of its context ending", shutdownLimit+10*time.Second)
+	}
+}
+
+func placeOrders(t *testing.T, client *http.Client, base string, count int) []string {
+	t.Helper()
+	var ids []string
+	for i := range count {
+		response, err := client.Post(base+"/orders", "application/json", strings.NewReader(`{"item":"item-`+strconv.Itoa(i)+`","quantity":2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var view orderView
+		_ = json.NewDecoder(response.Body).Decode(&view)
+		_ = response.Body.Close()
+		if response.StatusCode != http.StatusCreated || view.ID == "" || view.Status != "placed" {
+			t.Fatalf("POST /orders: %d %+v", response.StatusCode, view)
+		}
+		ids = append(ids, view.ID)
+	}
+	return ids
+}
+
+func waitShipped(t *testing.T, client *http.Client, base string, ids []string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			var view orderView
+			response, err := client.Get(base + "/orders/" + id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = json.NewDecoder(response.Body).Decode(&view)
+			_ = response.Body.Close()
+			if view.Status == "shipped" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("order %s is %q after 60s, want shipped", id, view.Status)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a real service
+		}
+	}
+}
+
+func waitRecorded(t *testing.T, db *sql.DB, ids []string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			var recorded int
+			if err := db.QueryRow("SELECT COUNT(*) FROM order_events WHERE order_id = ? AND event = 'order-shipped'", id).Scan(&recorded); err != nil {
+				t.Fatal(err)
+			}
+			if recorded == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("order-shipped for %s was not recorded within 60s", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

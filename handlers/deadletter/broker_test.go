@@ -167,7 +167,7 @@ func run(t *testing.T, url, queue string, handler func(transport messaging.Conne
 	}()
 	t.Cleanup(func() {
 		_ = consumer.Close()
-		<-listened
+		receiveWithin(t, listened, 30*time.Second, "the consumer's Listen to return after Close")
 	})
 	return consumer
 }

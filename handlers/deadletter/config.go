@@ -52,7 +52,11 @@ func (singleton) PublishTimeout(timeout time.Duration) option {
 
 // BrokerWaitThreshold is the shortest Retry wait that is held by the broker (a
 // {queue}.retry.{d} rung) instead of in the process (default 30 s; zero or
-// negative means the default).
+// negative means the default). It is also the longest wait ever held in the
+// process: when the rung cannot be used (the connection is not a Declarer, or
+// declaring or publishing to the rung fails), a longer wait fails the
+// settlement, so the message is redelivered instead of holding a prefetch
+// slot for minutes.
 func (singleton) BrokerWaitThreshold(threshold time.Duration) option {
 	return func(c *config) { c.brokerWaitThreshold = threshold }
 }

@@ -79,13 +79,15 @@ func (c *fakeConnection) Close() error {
 
 type declaringConnection struct{ *fakeConnection }
 
-func (c *declaringConnection) DeclareRetryRung(_ context.Context, queue string, delay time.Duration) error {
+var _ Declarer = (*declaringConnection)(nil)
+
+func (c *declaringConnection) DeclareRetryRung(_ context.Context, queue, rung string, ttl time.Duration) error {
 	c.connector.mu.Lock()
 	defer c.connector.mu.Unlock()
 	if c.connector.declareErr != nil {
 		return c.connector.declareErr
 	}
-	c.connector.declared = append(c.connector.declared, fmt.Sprintf("%s %s", queue, delay))
+	c.connector.declared = append(c.connector.declared, fmt.Sprintf("%s %s %s", queue, rung, ttl))
 	return nil
 }
 
@@ -179,4 +181,38 @@ func recovered(f func()) (value any) {
 	defer func() { value = recover() }()
 	f()
 	return nil
+}
+
+// receiveWithin waits at most within for a value from ch, failing the test
+// with what it was waiting for instead of hanging.
+func receiveWithin[T any](t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case value := <-ch:
+		return value
+	case <-timer.C:
+		t.Fatalf("waited %s for %s", within, what)
+		var zero T
+		return zero
+	}
+}
+
+// rerun is a stand-in for an inner retry decorator: it runs inner again
+// after each panic, at most attempts times, and re-panics the last failure.
+func rerun(attempts int, inner messaging.Handler) messaging.Handler {
+	return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		var last any
+		for range attempts {
+			last = recovered(func() { inner.Handle(ctx, messages...) })
+			if last == nil {
+				return
+			}
+		}
+		panic(last)
+	})
 }

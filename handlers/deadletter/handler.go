@@ -216,9 +216,16 @@ func (c *call) failureReason(value any) string {
 
 // setAside republishes delivery to target with reason and records the
 // outcome.
+// It publishes nothing for a delivery already settled in this Handle. The
+// copy has no per-message TTL (as with RabbitMQ's own dead-lettering), so it
+// stays in the .dlq or .parked queue until an operator acts on it.
 func (c *call) setAside(ctx context.Context, delivery messaging.Delivery, target, action, reason string) error {
+	if c.isSettled(delivery) {
+		return nil
+	}
 	dispatch := delivery.Redispatch(target)
 	dispatch.Error = reason
+	dispatch.Expiration = 0
 	if err := c.republish(ctx, delivery, dispatch); err != nil {
 		return err
 	}

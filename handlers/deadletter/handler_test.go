@@ -190,3 +190,18 @@ func (f *HandlerFixture) TestAFailureDuringShutdownIsReraisedNotSetAside() {
 	f.So(len(f.inner.calls), should.Equal, 1)
 	f.So(f.connector.dispatches(), should.BeEmpty)
 }
+
+func (f *HandlerFixture) TestDeadLetteredAndParkedCopiesHaveNoTTL() {
+	poison := delivery("a")
+	poison.Expiration = 5 * time.Second
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("nope")
+	bad.Expiration = 5 * time.Second
+	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
+	f.handler().Handle(context.Background(), poison, bad)
+	dispatches := f.connector.dispatches()
+	f.So(len(dispatches), should.Equal, 2)
+	for _, d := range dispatches {
+		f.So(d.Expiration, should.Equal, time.Duration(0))
+	}
+}

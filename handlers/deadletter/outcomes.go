@@ -3,6 +3,7 @@ package deadletter
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -16,6 +17,10 @@ import (
 // the decorator notices the failure and panics for it after the inner handler
 // returns, so the broker redelivers the batch. ctx must be (derived from) the
 // context the decorator passed to the inner handler.
+//
+// A delivery is settled at most once per Handle: when an inner retry
+// decorator re-runs the batch and the handler settles the same delivery
+// again, the outcome returns nil without publishing another copy.
 
 // Reject dead-letters delivery to {queue}.dlq with the reason
 // "the handler rejected it: <err>".
@@ -40,15 +45,25 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 // Retry republishes delivery to its queue with x-acemq-attempt advanced, after
 // the wait Options.RetryDelay gives for its attempt. A wait at or above
 // Options.BrokerWaitThreshold is held by the broker in a {queue}.retry.{d}
-// rung when the transport's connection implements Declarer; otherwise (or when
-// the rung cannot be declared or reached) it is held here, bounded by ctx. An
-// error marked messaging.Fatal dead-letters at once ("the handler reported an
+// rung when the transport's connection implements Declarer. When it does not,
+// or the rung cannot be declared or reached, the wait is held here only if it
+// is no longer than the threshold; a longer wait is not held in the process
+// (that would keep a prefetch slot for minutes): Retry returns an error, the
+// decorator panics and the broker redelivers the delivery. An error marked
+// messaging.Fatal dead-letters at once ("the handler reported an
 // unprocessable message: <err>"), and so does a delivery whose attempt has
 // reached Options.MaxAttempts ("exhausted N attempts: <err>").
+//
+// Calling an outcome again for a delivery already settled in this Handle (an
+// inner retry decorator re-running the batch) returns nil and publishes
+// nothing.
 func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 	c, lookupErr := callFrom(ctx)
 	if lookupErr != nil {
 		return lookupErr
+	}
+	if c.isSettled(delivery) {
+		return nil
 	}
 	queue := delivery.SourceQueue
 	if err != nil && messaging.IsFatal(err) {
@@ -66,8 +81,19 @@ func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 	dispatch.Attempt = attempt + 1
 	dispatch.Error = ""
 	delay := max(c.config.retryDelay(attempt), 0)
-	if delay >= c.config.brokerWaitThreshold && c.throughRung(ctx, delivery, dispatch, delay) {
-		return nil
+	threshold := c.config.brokerWaitThreshold
+	if delay >= threshold {
+		rungErr := c.throughRung(ctx, delivery, dispatch, delay)
+		if rungErr == nil {
+			return nil
+		}
+		rung := RungName(queue, delay)
+		if delay > threshold {
+			return c.fail(delivery, fmt.Errorf("deadletter: the %s retry wait for message %s cannot be held by the broker (%w) and is longer than Options.BrokerWaitThreshold (%s), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten Options.RetryDelay",
+				delay, delivery.MessageID, rungErr, threshold))
+		}
+		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung, rungErr, delay),
+			slog.String("queue", queue), slog.String("rung", rung), slog.Duration("delay", delay), slog.Any("error", rungErr))
 	}
 	return c.afterWait(ctx, delivery, dispatch, delay, ActionRetried)
 }
@@ -87,12 +113,12 @@ func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Dur
 
 // afterWait waits in the process, then republishes.
 func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, delay time.Duration, action string) error {
+	if c.isSettled(delivery) {
+		return nil
+	}
 	if delay > 0 && !c.config.sleep(ctx, delay) {
-		err := fmt.Errorf("deadletter: the %s wait before republishing message %s was cancelled, so it is not acknowledged and the broker will redeliver it: %w",
-			delay, delivery.MessageID, context.Cause(ctx))
-		c.markFailed(err)
-		c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
-		return err
+		return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s was cancelled, so it is not acknowledged and the broker will redeliver it: %w",
+			delay, delivery.MessageID, context.Cause(ctx)))
 	}
 	if err := c.republish(ctx, delivery, dispatch); err != nil {
 		return err
@@ -102,24 +128,37 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 	return nil
 }
 
+// fail records err as a settlement failure, so the batch is not acknowledged,
+// and returns it.
+func (c *call) fail(delivery messaging.Delivery, err error) error {
+	c.markFailed(err)
+	c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
+	c.config.logger.Warn(fmt.Sprintf("Unable to settle message [%s] from [%s] [%v]; it was not acknowledged and the broker will redeliver it.",
+		delivery.MessageID, delivery.SourceQueue, err),
+		slog.String("queue", delivery.SourceQueue), slog.String("message_id", delivery.MessageID), slog.Any("error", err))
+	return err
+}
+
 // throughRung hands the wait to the broker: it publishes to the rung, which
-// dead-letters the message back to its queue when the TTL expires. It reports
-// false, leaving the wait to the process, when the rung cannot be used.
-func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, delay time.Duration) bool {
+// dead-letters the message back to its queue when the TTL expires. It returns
+// why not when the rung cannot be used, leaving the decision to the caller.
+func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, delay time.Duration) error {
+	if c.isSettled(delivery) {
+		return nil
+	}
 	queue := delivery.SourceQueue
 	rung := RungName(queue, delay)
 	publishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.config.publishTimeout)
 	defer cancel()
-	err := c.publisher.declareRung(publishCtx, queue, delay)
+	err := c.publisher.declareRung(publishCtx, queue, rung, delay)
 	if err == nil {
 		dispatch.RoutingKey = rung
 		err = c.publisher.publish(publishCtx, dispatch)
 	}
 	if err != nil {
-		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung, err, delay))
-		return false
+		return err
 	}
 	c.markSettled(delivery)
 	c.config.monitor.Settled(queue, ActionRetried, "")
-	return true
+	return nil
 }

@@ -112,7 +112,7 @@ func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"), delivery("bb"))
 	f.So(f.sleeper.slept, should.BeEmpty)
-	f.So(f.connector.declared, should.Equal, []string{"q 2m0s"}) // once per connection
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2m 2m0s"}) // once per connection
 	dispatches := f.connector.dispatches()
 	f.So(len(dispatches), should.Equal, 2)
 	f.So(dispatches[0].RoutingKey, should.Equal, "q.retry.2m")
@@ -120,13 +120,56 @@ func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 	f.So(dispatches[0].Mandatory, should.BeTrue)
 }
 
-func (f *OutcomesFixture) TestWithoutADeclarerALongWaitIsHeldInProcess() {
-	options := []option{Options.RetryDelay(func(int) time.Duration { return time.Minute })}
-	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess() {
+	options := []option{
+		Options.RetryDelay(func(int) time.Duration { return time.Minute }),
+		Options.BrokerWaitThreshold(time.Minute),
+	}
+	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
+	f.So(value, should.BeNil)
 	f.So(f.sleeper.slept, should.Equal, []time.Duration{time.Minute})
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q")
+}
+
+func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInsteadOfHoldingTheSlot() {
+	options := []option{Options.RetryDelay(func(int) time.Duration { return time.Minute })} // threshold 30 s
+	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return Retry(ctx, d, errors.New("later"))
+	}, options, delivery("a"))
+	f.So(value, should.NotBeNil)
+	f.So(f.results[0], should.NotBeNil)
+	f.So(f.results[0].Error(), should.ContainSubstring, "BrokerWaitThreshold")
+	f.So(errors.Is(f.results[0], errNoDeclarer), should.BeTrue)
+	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.connector.dispatches(), should.BeEmpty)
+	f.So(f.monitor.events[0], should.StartWith, "q set_aside_failed ")
+}
+
+func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
+	f.connector.declarer = true
+	f.connector.declareErr = errors.New("access refused")
+	options := []option{Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute })}
+	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return Retry(ctx, d, errors.New("later"))
+	}, options, delivery("a"))
+	f.So(value, should.NotBeNil)
+	f.So(errors.Is(f.results[0], f.connector.declareErr), should.BeTrue)
+	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.connector.dispatches(), should.BeEmpty)
+}
+
+func (f *OutcomesFixture) TestAFailedRungDeclarationAtTheThresholdWaitsInProcess() {
+	f.connector.declarer = true
+	f.connector.declareErr = errors.New("access refused")
+	options := []option{Options.RetryDelay(func(int) time.Duration { return 30 * time.Second })}
+	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return Retry(ctx, d, errors.New("later"))
+	}, options, delivery("a"))
+	f.So(value, should.BeNil)
+	f.So(f.sleeper.slept, should.Equal, []time.Duration{30 * time.Second})
+	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
 }
 
 func (f *OutcomesFixture) TestAWaitBelowTheThresholdStaysInProcess() {
@@ -210,4 +253,108 @@ func (f *OutcomesFixture) TestRungNames() {
 	f.So(RungName("orders", 90*time.Minute), should.Equal, "orders.retry.90m")
 	f.So(RungName("orders", 500*time.Millisecond), should.Equal, "orders.retry.0s")
 	f.So(RungName("orders", 1500*time.Millisecond), should.Equal, "orders.retry.1s")
+}
+
+// handleRerun runs one Handle whose inner handler is re-run, as an inner retry
+// decorator would: the first run applies outcome to each delivery and then
+// panics for another reason; the second applies it again and returns.
+func (f *OutcomesFixture) handleRerun(outcome func(ctx context.Context, d messaging.Delivery) error, options []option, deliveries ...messaging.Delivery) any {
+	runs := 0
+	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		runs++
+		for _, m := range messages {
+			f.results = append(f.results, outcome(ctx, m.(messaging.Delivery)))
+		}
+		if runs == 1 {
+			panic(errors.New("the database went away"))
+		}
+	})
+	handler := New(f.connector, rerun(3, inner), append([]option{
+		Options.FullDelivery(true), Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+	}, options...)...)
+	messages := make([]any, len(deliveries))
+	for i, d := range deliveries {
+		messages[i] = d
+	}
+	return recovered(func() { handler.Handle(context.Background(), messages...) })
+}
+
+func (f *OutcomesFixture) TestAnOutcomeRepeatedByAnInnerRetryPublishesOnce() {
+	cases := []struct {
+		name     string
+		declarer bool
+		options  []option
+		outcome  func(ctx context.Context, d messaging.Delivery) error
+		target   string
+		event    string
+	}{
+		{"reject", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Reject(ctx, d, errors.New("nope")) },
+			"q.dlq", "q dead_lettered the handler rejected it: nope"},
+		{"park", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Park(ctx, d, errors.New("later")) },
+			"q.parked", "q parked the handler parked it: later"},
+		{"retry", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
+			"q", "q retried "},
+		{"retry through a rung", true, []option{Options.RetryDelay(func(int) time.Duration { return time.Minute })},
+			func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
+			"q.retry.1m", "q retried "},
+		{"retry of a fatal error", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, messaging.Fatalf("bad")) },
+			"q.dlq", "q dead_lettered the handler reported an unprocessable message: bad"},
+		{"in progress", false, nil, func(ctx context.Context, d messaging.Delivery) error { return InProgress(ctx, d, time.Second) },
+			"q", "q in_progress "},
+	}
+	for _, c := range cases {
+		f.connector = &fakeConnector{declarer: c.declarer}
+		f.monitor = &fakeMonitor{}
+		f.results = nil
+		value := f.handleRerun(c.outcome, c.options, delivery("a"))
+		f.So(value, should.BeNil)
+		f.So(f.results, should.Equal, []error{nil, nil})
+		dispatches := f.connector.dispatches()
+		f.So(len(dispatches), should.Equal, 1)
+		if len(dispatches) == 1 {
+			f.So(dispatches[0].RoutingKey+" "+c.name, should.Equal, c.target+" "+c.name)
+		}
+		f.So(f.monitor.events, should.Equal, []string{c.event})
+	}
+}
+
+func (f *OutcomesFixture) TestAnAutomaticDeadLetterAfterAnOutcomeIsNotPublishedTwice() {
+	// The handler rejects a, then the batch keeps failing: the decorator must
+	// not dead-letter a second time what the handler already settled.
+	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		for _, m := range messages {
+			if err := Reject(ctx, m.(messaging.Delivery), errors.New("nope")); err != nil {
+				panic(err)
+			}
+		}
+		panic(errors.New("boom"))
+	})
+	value := recovered(func() {
+		New(f.connector, rerun(3, inner), Options.FullDelivery(true), Options.Monitor(f.monitor)).Handle(context.Background(), delivery("a"))
+	})
+	f.So(value, should.BeNil)
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler rejected it: nope"})
+}
+
+func (f *OutcomesFixture) TestSetAsideCopiesDropThePerMessageTTLWhileRepublishesKeepIt() {
+	expiring := delivery("a")
+	expiring.Expiration = 10 * time.Second
+	outcomes := []func(ctx context.Context, d messaging.Delivery) error{
+		func(ctx context.Context, d messaging.Delivery) error { return Reject(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error { return Park(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, messaging.Fatalf("bad")) },
+		func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error { return InProgress(ctx, d, time.Second) },
+	}
+	for _, outcome := range outcomes {
+		f.handle(outcome, nil, expiring)
+	}
+	f.connector.declarer = true // a rung republish keeps it too
+	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) },
+		[]option{Options.RetryDelay(func(int) time.Duration { return time.Minute })}, expiring)
+	var got []string
+	for _, d := range f.connector.dispatches() {
+		got = append(got, fmt.Sprintf("%s %s", d.RoutingKey, d.Expiration))
+	}
+	f.So(got, should.Equal, []string{"q.dlq 0s", "q.parked 0s", "q.dlq 0s", "q 10s", "q 10s", "q.retry.1m 10s"})
 }

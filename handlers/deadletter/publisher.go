@@ -59,8 +59,8 @@ func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) er
 	return nil
 }
 
-// declareRung declares queue's rung for delay once per connection.
-func (p *publisher) declareRung(ctx context.Context, queue string, delay time.Duration) error {
+// declareRung declares queue's rung named rung for delay once per connection.
+func (p *publisher) declareRung(ctx context.Context, queue, rung string, delay time.Duration) error {
 	if err := p.acquire(ctx); err != nil {
 		return err
 	}
@@ -68,19 +68,18 @@ func (p *publisher) declareRung(ctx context.Context, queue string, delay time.Du
 	if err := p.open(ctx); err != nil {
 		return err
 	}
-	name := RungName(queue, delay)
-	if p.rungs[name] {
+	if p.rungs[rung] {
 		return nil
 	}
 	declarer, ok := p.connection.(Declarer)
 	if !ok {
 		return errNoDeclarer
 	}
-	if err := declarer.DeclareRetryRung(ctx, queue, delay); err != nil {
+	if err := declarer.DeclareRetryRung(ctx, queue, rung, delay); err != nil {
 		p.reset()
-		return fmt.Errorf("deadletter: declare retry rung %q: %w", name, err)
+		return fmt.Errorf("deadletter: declare retry rung %q: %w", rung, err)
 	}
-	p.rungs[name] = true
+	p.rungs[rung] = true
 	return nil
 }
 

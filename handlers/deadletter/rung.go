@@ -11,16 +11,18 @@ import (
 const RetryExchange = "acemq.retry"
 
 // Declarer is implemented by a messaging.Connection that can declare broker
-// topology. Retry uses it for waits at or above the broker-wait threshold;
-// without it (or when the declaration fails) those waits are held in the
-// process instead.
+// topology; the decorator type-asserts it on the connection it opened from its
+// connector. Retry uses it for waits at or above the broker-wait threshold.
+// Without it (or when the declaration fails) a wait equal to the threshold is
+// held in the process, and a longer one fails the settlement so the broker
+// redelivers the message.
 type Declarer interface {
 	// DeclareRetryRung declares, idempotently: the durable direct exchange
 	// acemq.retry; the binding of queue to it with routing key queue; and the
-	// classic durable queue RungName(queue, delay) with exactly three
-	// arguments: x-message-ttl = delay in milliseconds (int64),
+	// classic durable queue rung (RungName(queue, ttl)) with exactly three
+	// arguments: x-message-ttl = ttl in milliseconds (int64),
 	// x-dead-letter-exchange = acemq.retry, x-dead-letter-routing-key = queue.
-	DeclareRetryRung(ctx context.Context, queue string, delay time.Duration) error
+	DeclareRetryRung(ctx context.Context, queue, rung string, ttl time.Duration) error
 }
 
 // RungName names the retry rung for queue and delay: {queue}.retry.{d} where d

@@ -46,10 +46,12 @@ type Handler struct {
 
 // New returns a Handler that, for each batch, opens a CommitWriter on connector
 // (keeping one connection across batches), builds the batch's handler with
-// factory, calls it, and commits. When connecting, opening the writer, the
-// handler, or the commit fails, it rolls back, closes the connection so the next
-// batch redials, and panics: with the handler's own panic value, or with an error
-// wrapping the cause.
+// factory, calls it, and commits. When the handler panics, it rolls back and
+// closes only that batch's writer and re-panics with the handler's own value;
+// the shared connection, and the other workers' batches on it, are untouched.
+// When connecting, opening the writer, or the commit fails, it also closes the
+// connection so the next batch redials, and panics with an error wrapping the
+// cause.
 //
 // The returned value also implements io.Closer, which closes the kept
 // connection; closing the connector does the same.
@@ -72,7 +74,10 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 
 	state := State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}
 	if failed, value := h.run(ctx, state, messages); failed {
-		h.abandon(ctx, connection, writer)
+		// Only this batch is abandoned: the connection is shared by every
+		// worker, and closing it would roll back or fail their batches too.
+		h.rollback(ctx, writer)
+		h.closeWriter(ctx, writer)
 		panic(value)
 	}
 
@@ -86,7 +91,8 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 }
 
 // abandon rolls back the batch, closes its writer, then closes the connection
-// so the next batch redials.
+// so the next batch redials. It is for a failed commit only: the connection
+// itself is then suspect.
 func (h *Handler) abandon(ctx context.Context, connection messaging.Connection, writer messaging.CommitWriter) {
 	h.rollback(ctx, writer)
 	h.closeWriter(ctx, writer)
@@ -149,7 +155,7 @@ func (h *Handler) rollback(ctx context.Context, writer messaging.CommitWriter) {
 	err := writer.Rollback()
 	h.config.monitor.TransactionRolledBack(err)
 	if err != nil {
-		h.config.logger.WarnContext(ctx, "Unable to roll back the batch's transaction; closing its connection.", slog.Any("error", err))
+		h.config.logger.WarnContext(ctx, "Unable to roll back the batch's transaction; its writer is closed, which discards what it held.", slog.Any("error", err))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -138,13 +139,67 @@ func (f *HandlerFixture) TestHandlerPanicRollsBackAndRepanicsTheOriginalValue() 
 	f.So(writer.commits, should.Equal, 0)
 	f.So(writer.rollbacks, should.Equal, 1)
 	f.So(writer.closes, should.Equal, 1)
-	f.So(f.connector.connection.closes, should.Equal, 1)
+	f.So(f.connector.connection.closes, should.Equal, 0) // shared by every worker: kept
 	f.So(writer.lateClose, should.BeFalse)
 	f.So(f.monitor.events, should.Equal, []string{"started:<nil>", "rolledback:<nil>"})
 
 	f.failure = nil
 	f.So(f.handle(), should.BeNil)
-	f.So(f.connector.connects, should.Equal, 2)
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestAHandlerPanicLeavesAnotherWorkersOpenBatchToCommit() {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	handler := New(f.connector, func(State) messaging.Handler {
+		return messaging.HandlerFunc(func(_ context.Context, messages ...any) {
+			switch messages[0] {
+			case "slow":
+				close(entered)
+				<-release // bounded: the test closes release below
+			case "broken":
+				panic("handler broke")
+			}
+		})
+	})
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		handler.Handle(context.Background(), "slow")
+	}()
+	receive(f.T(), entered, "the slow worker's handler to start")
+
+	recovered := func() (value any) {
+		defer func() { value = recover() }()
+		handler.Handle(context.Background(), "broken")
+		return nil
+	}()
+	close(release)
+
+	f.So(recovered, should.Equal, "handler broke")
+	f.So(receive(f.T(), done, "the slow worker's batch to finish"), should.BeNil)
+	f.So(f.connector.connection.closes, should.Equal, 0)
+	f.So(f.connector.connection.commitCount(), should.Equal, 1)
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
+// receive waits at most 5 s for a value from ch, failing the test with what
+// it was waiting for.
+func receive[T any](t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(5 * time.Second)
+	defer timer.Stop()
+	select {
+	case value := <-ch:
+		return value
+	case <-timer.C:
+		t.Fatalf("waited 5 s for %s", what)
+		var zero T
+		return zero
+	}
 }
 
 func (f *HandlerFixture) TestFatalPanicValueSurvivesUnchanged() {
