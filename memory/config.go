@@ -46,7 +46,7 @@ func newConfiguration(options []option) configuration {
 		c.clock = time.Now
 	}
 	if c.monitor == nil {
-		c.monitor = nopMonitor{}
+		c.monitor = NopMonitor{}
 	}
 	if c.origin == "" {
 		c.origin = defaultOrigin()

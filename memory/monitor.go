@@ -18,10 +18,12 @@ type Monitor interface {
 	MessageExpired(queue string)
 }
 
-type nopMonitor struct{}
+// NopMonitor ignores every event; embed it to implement only the callbacks you
+// need.
+type NopMonitor struct{}
 
-func (nopMonitor) MessagePublished(string, string, int) {}
-func (nopMonitor) MessageDelivered(string)              {}
-func (nopMonitor) MessagesAcknowledged(string, int)     {}
-func (nopMonitor) MessagesRequeued(string, int)         {}
-func (nopMonitor) MessageExpired(string)                {}
+func (NopMonitor) MessagePublished(string, string, int) {}
+func (NopMonitor) MessageDelivered(string)              {}
+func (NopMonitor) MessagesAcknowledged(string, int)     {}
+func (NopMonitor) MessagesRequeued(string, int)         {}
+func (NopMonitor) MessageExpired(string)                {}

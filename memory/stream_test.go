@@ -235,7 +235,7 @@ func (f *StreamFixture) TestAMonitorMayCallBackIntoTheBroker() {
 }
 
 type reentrantMonitor struct {
-	nopMonitor
+	NopMonitor
 	broker  *Broker
 	counted int
 }
