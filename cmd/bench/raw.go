@@ -6,12 +6,18 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
 )
 
 // rawPublish publishes with the plain client for the given time: pipelined
 // confirms, at most window unconfirmed, the way a careful user of amqp091-go
 // would write it. It returns how many messages the broker confirmed.
-func rawPublish(ctx context.Context, url, queue string, body []byte, window int, d time.Duration) (int, error) {
+//
+// With envelope set, each message also carries the properties and x-acemq-*
+// headers our transport writes (the wire contract), so the cost of the
+// contract itself can be told apart from the cost of our code.
+func rawPublish(ctx context.Context, url, queue string, body []byte, window int, d time.Duration, envelope bool) (int, error) {
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		return 0, fmt.Errorf("raw publish: dial: %w", err)
@@ -45,9 +51,17 @@ func rawPublish(ctx context.Context, url, queue string, body []byte, window int,
 			}
 			pending = pending[1:]
 		}
-		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
-			DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body,
-		})
+		publishing := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body}
+		if envelope {
+			id := messaging.NewID()
+			now := time.Now()
+			publishing.MessageId, publishing.CorrelationId, publishing.Timestamp = id, id, now
+			publishing.Headers = amqp.Table{
+				"x-acemq-id": id, "x-acemq-type": queue, "x-acemq-version": int32(1), "x-acemq-correlation": id,
+				"x-acemq-attempt": int32(1), "x-acemq-first-seen": now.UnixMilli(), "x-acemq-origin": "acemq@bench",
+			}
+		}
+		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, publishing)
 		if err != nil {
 			return confirmed, fmt.Errorf("raw publish: %w", err)
 		}

@@ -25,7 +25,12 @@ func publishScenario(s settings) scenario {
 	body := make([]byte, s.size)
 	raw := func(ctx context.Context, queue string) (measurement, error) {
 		start := time.Now()
-		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration)
+		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration, false)
+		return measurement{msgs: n, elapsed: time.Since(start)}, err
+	}
+	rawEnvelope := func(ctx context.Context, queue string) (measurement, error) {
+		start := time.Now()
+		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration, true)
 		return measurement{msgs: n, elapsed: time.Since(start)}, err
 	}
 	viaBatch := func(size int) run {
@@ -52,6 +57,7 @@ func publishScenario(s settings) scenario {
 		}
 	}
 	return scenario{name: "publish", raw: raw, ours: []namedRun{
+		{name: "raw+envelope", run: rawEnvelope},
 		{name: "batch-100", run: viaBatch(100)},
 		{name: "batch-1000", run: viaBatch(1000)},
 	}}
