@@ -87,7 +87,10 @@ func (singleton) ConnectionName(value string) option {
 }
 
 // MaxOutstandingPublishes bounds the publishes awaiting a confirm on one channel.
-// A write that finds the window full waits, then fails. Default 1000.
+// A write that finds the window full waits for a slot within its ctx and the
+// broker timeout, then fails with ErrTooManyOutstanding; if no confirm at all
+// arrived in that broker timeout, the broker has stopped confirming, so the
+// connection is severed and the error wraps ErrPublishTimeout. Default 1000.
 func (singleton) MaxOutstandingPublishes(value int) option {
 	return func(c *configuration) { c.maxOutstanding = value }
 }

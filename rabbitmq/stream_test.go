@@ -329,7 +329,7 @@ func (f *StreamFixture) TestAWaitingReadHoldsItsTurnSoAConcurrentReadCannotTakeA
 	f.So(len(turn), should.Equal, 0)
 }
 
-func (f *StreamFixture) TestConcurrentReadsRegisterEveryDeliveryBeforeReturningIt() {
+func (f *StreamFixture) TestConcurrentReadersTakeDistinctDeliveriesThatCanAllBeAcknowledgedTogether() {
 	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
 	const n = 200
 	got := make(chan messaging.Delivery, n)

@@ -294,3 +294,60 @@ func TestBrokerRetryRepublishesWithTheAttemptAdvanced(t *testing.T) {
 		t.Fatalf("source queue holds %d messages", depth)
 	}
 }
+
+func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
+	url := testenv.Broker(t)
+	queue := testenv.Name(t, "rung")
+	b := newBroker(t, url, queue)
+	rung := RungName(queue, time.Second)
+	t.Cleanup(func() { _, _ = b.ch.QueueDelete(rung, false, false, false) })
+	ids := b.publishOrders(queue, 5)
+
+	var mu sync.Mutex
+	attempts := map[string][]int{}
+	var inProcess []time.Duration
+	second := newLedger(len(ids))
+	consumer := run(t, url, queue, func(transport messaging.Connector) messaging.Handler {
+		return New(transport, messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+			for _, m := range messages {
+				d := m.(messaging.Delivery)
+				mu.Lock()
+				attempts[d.MessageID] = append(attempts[d.MessageID], d.Attempt)
+				mu.Unlock()
+				if d.Attempt == 1 {
+					if err := Retry(ctx, d, errors.New("not yet")); err != nil {
+						panic(err)
+					}
+					continue
+				}
+				second.add(d.MessageID)
+			}
+		}), Options.FullDelivery(true), Options.MaxAttempts(3),
+			Options.BrokerWaitThreshold(time.Second),
+			Options.RetryDelay(func(int) time.Duration { return time.Second }),
+			withSleeper(func(_ context.Context, d time.Duration) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				inProcess = append(inProcess, d)
+				return true
+			}))
+	})
+	second.wait(t, 20*time.Second)
+	_ = consumer.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(inProcess) > 0 {
+		t.Fatalf("waits %v were held in the process; the rabbitmq connection should declare the rung (deadletter.Declarer)", inProcess)
+	}
+	for _, id := range ids {
+		if got := attempts[id]; len(got) < 2 || got[0] != 1 || got[len(got)-1] != 2 {
+			t.Fatalf("%s was seen at attempts %v; want 1 then 2 after the rung's TTL", id, got)
+		}
+	}
+	if depth := b.depth(rung); depth != 0 {
+		t.Fatalf("rung %s still holds %d messages", rung, depth)
+	}
+	if depth := b.depth(queue); depth != 0 {
+		t.Fatalf("source queue holds %d messages", depth)
+	}
+}
