@@ -64,7 +64,7 @@ func newConfig(options []option) config {
 		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
-		c.monitor = nopMonitor{}
+		c.monitor = NopMonitor{}
 	}
 	if c.ctx == nil {
 		c.ctx = context.Background()

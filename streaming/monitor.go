@@ -23,10 +23,12 @@ type Monitor interface {
 	ShutdownForced(stream string)
 }
 
-type nopMonitor struct{}
+// NopMonitor ignores every event; embed it to implement only the callbacks you
+// need.
+type NopMonitor struct{}
 
-func (nopMonitor) StreamOpened(string, error)              {}
-func (nopMonitor) StreamClosed(string)                     {}
-func (nopMonitor) BatchHandled(string, int, time.Duration) {}
-func (nopMonitor) BatchAcknowledged(string, int, error)    {}
-func (nopMonitor) ShutdownForced(string)                   {}
+func (NopMonitor) StreamOpened(string, error)              {}
+func (NopMonitor) StreamClosed(string)                     {}
+func (NopMonitor) BatchHandled(string, int, time.Duration) {}
+func (NopMonitor) BatchAcknowledged(string, int, error)    {}
+func (NopMonitor) ShutdownForced(string)                   {}

@@ -103,7 +103,7 @@ func newConfig(options []option) config {
 		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
-		c.monitor = nopMonitor{}
+		c.monitor = NopMonitor{}
 	}
 	if c.sleep == nil {
 		c.sleep = sleep

@@ -27,6 +27,8 @@ type Monitor interface {
 	Settled(queue, action, reason string)
 }
 
-type nopMonitor struct{}
+// NopMonitor ignores every event; embed it to implement only the callbacks you
+// need.
+type NopMonitor struct{}
 
-func (nopMonitor) Settled(string, string, string) {}
+func (NopMonitor) Settled(string, string, string) {}
