@@ -100,15 +100,21 @@ func landed(err error) int {
 }
 
 // channelSurvives reports whether the commit failed only because the broker
-// answered some messages with a return or a nack: the channel is still healthy,
-// so there is no need to redial.
+// answered some messages with a return or a nack, or paused publishing: the
+// channel is still healthy, so there is no need to redial.
 func channelSurvives(err error) bool {
 	var publishErr *messaging.PublishError
 	if !errors.As(err, &publishErr) {
 		return false
 	}
 	for _, failed := range publishErr.Failed() {
-		if !errors.Is(failed.Err, messaging.ErrUnroutable) && !errors.Is(failed.Err, messaging.ErrRefused) {
+		switch {
+		case errors.Is(failed.Err, messaging.ErrUnroutable), errors.Is(failed.Err, messaging.ErrRefused):
+		case errors.Is(failed.Err, messaging.ErrPublishingPaused):
+			// A blocked connection is kept: the next call fails at once
+			// instead of dialling a new connection that the broker blocks
+			// again after its first write. It resumes when the alarm clears.
+		default:
 			return false
 		}
 	}

@@ -92,7 +92,7 @@ func (f *CommitWriterFixture) TestCommitIsBoundedByTheBrokerTimeout() {
 	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "1"})
 	result := f.commit()
 	receive(f.T(), f.channel.published, "the publish")
-	f.h.clock.awaitActive(f.T(), 1)
+	f.h.clock.awaitOnly(f.T(), 1)
 
 	f.h.clock.Expire()
 	err := receive(f.T(), result, "Commit")

@@ -184,7 +184,16 @@ func (c *connection) openChannel(ctx context.Context) (adapter.Channel, error) {
 
 // closeChannel closes ch within the broker timeout. A channel the broker already
 // closed is not an error.
+//
+// On a blocked connection the broker does not read the socket, so a close
+// handshake cannot complete before the broker timeout: the connection is
+// severed at once instead (channels cannot outlive a severed connection, and
+// anything unconfirmed on it was already reported as arrival unknown).
 func (c *connection) closeChannel(ch adapter.Channel) error {
+	if c.pausedError() != nil {
+		_ = c.raw.Sever()
+		return nil
+	}
 	err := c.call("channel close", ErrCloseTimeout, ch.Close)
 	if errors.Is(err, amqp.ErrClosed) {
 		return nil
@@ -202,7 +211,12 @@ func (c *connection) Close() error {
 	c.closing = true
 	c.mu.Unlock()
 
-	err := c.call("connection close", ErrCloseTimeout, c.raw.Close)
+	var err error
+	if c.pausedError() != nil {
+		_ = c.raw.Sever() // a blocked socket is not read: the handshake would only wait out the bound
+	} else {
+		err = c.call("connection close", ErrCloseTimeout, c.raw.Close)
+	}
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -105,6 +106,20 @@ func (c *fakeClock) awaitActive(t tb, n int) {
 		case <-deadline:
 			t.Fatalf("waited for %d armed timers; %d are", n, len(c.Active()))
 		}
+	}
+}
+
+// awaitOnly waits until exactly n timers are armed: after a publish, the bound
+// of the socket write itself must be stopped before a test expires the bound it
+// means to expire, or both fire.
+func (c *fakeClock) awaitOnly(t tb, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for len(c.Active()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for exactly %d armed timers; %d are", n, len(c.Active()))
+		}
+		runtime.Gosched()
 	}
 }
 

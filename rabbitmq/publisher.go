@@ -141,10 +141,14 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 				continue
 			case <-ctx.Done():
 				abandon = fmt.Errorf("stopped waiting for the broker's confirm (%w); the message may or may not have reached the broker: %w", ctx.Err(), messaging.ErrArrivalUnknown)
+			case <-paused:
+				// The broker stopped reading this connection: a message written but
+				// not yet confirmed sits unread and lands only when the alarm
+				// clears, which may take hours. Fail fast, and say it may arrive
+				// (a caller that republishes it may create a duplicate, never a
+				// loss); it is not "not sent".
+				abandon = fmt.Errorf("%w; this message was written before the block and was not confirmed, so it may still arrive when the alarm clears: %w", p.pausedError(), messaging.ErrArrivalUnknown)
 			case <-bound.C:
-				// A block does not end this wait: a message already written usually
-				// lands once the alarm clears, so it is not "not sent". Only the
-				// broker timeout gives up on it.
 				if !errors.Is(stop, op.sentinel) { // else a bounded wait of the write phase severed already
 					p.conn.sever(op.name)
 				}

@@ -204,8 +204,8 @@ func TestMemoryAlarmPausesPublishingUntilItClears(t *testing.T) {
 	})
 
 	// The broker blocks a connection when it next publishes, so this message is
-	// usually written before the block is known: it must then wait for its
-	// confirm, not be reported paused (a caller would publish it again).
+	// usually written before the block is known. It must not wait out the
+	// broker timeout: it fails fast as paused, and says it may still arrive.
 	first := make(chan error, 1)
 	go func() {
 		_, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
@@ -218,6 +218,22 @@ func TestMemoryAlarmPausesPublishingUntilItClears(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("the broker never blocked the connection")
+	}
+	maybe := 0
+	select {
+	case err := <-first:
+		switch {
+		case err == nil:
+			landed++
+		case errors.Is(err, messaging.ErrPublishingPaused) && errors.Is(err, messaging.ErrArrivalUnknown):
+			maybe++ // written before the block: may land when the alarm clears
+		case errors.Is(err, messaging.ErrPublishingPaused):
+			// paused before it was written
+		default:
+			t.Fatalf("the write made as the alarm rose = %v; want it landed or paused", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("the write made as the alarm rose did not fail fast once the connection was blocked")
 	}
 
 	started := time.Now()
@@ -233,23 +249,12 @@ func TestMemoryAlarmPausesPublishingUntilItClears(t *testing.T) {
 	}
 
 	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
-	select {
-	case err := <-first:
-		switch {
-		case err == nil:
-			landed++
-		case !errors.Is(err, messaging.ErrPublishingPaused) || errors.Is(err, messaging.ErrArrivalUnknown):
-			t.Fatalf("the write made as the alarm rose = %v; want it landed, or paused before it was written", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("the write made as the alarm rose never ended after the alarm cleared")
-	}
 	eventually(t, 10*time.Second, "publishing after the alarm cleared", func() bool {
 		_, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
 		return err == nil
 	})
 	landed++
-	if got := b.count(queue); got != landed {
-		t.Fatalf("the queue holds %d; want %d, the writes reported landed (a write reported failed landed, or one reported landed was lost)", got, landed)
+	if got := b.count(queue); got < landed || got > landed+maybe {
+		t.Fatalf("the queue holds %d; want %d landed plus at most %d of unknown arrival (a write reported landed was lost, or one reported not sent landed)", got, landed, maybe)
 	}
 }
