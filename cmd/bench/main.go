@@ -1,19 +1,26 @@
-// Command bench measures this library beside the raw amqp091-go client, in one
-// process and one run, on the local broker, and prints one line per scenario:
+// Command bench measures this library beside the raw amqp091-go client (and,
+// for the outbox, beside hand-written SQL), in one process and one run, on the
+// local broker and MariaDB, and prints one line per side of each scenario:
 //
 //	scenario msgs seconds msgs/s ratio
 //
-// where ratio = ours / raw for the same scenario. Runs alternate between raw and
-// ours so that a noisy neighbour hurts both alike; read the ratios, not the
-// absolute rates. It deletes every queue it declares.
+// where ratio = ours / the side's baseline (a raw side of the same scenario).
+// Lines starting with # add allocations per message, latency percentiles and
+// the outbox's dispatch lag. Runs alternate between raw and ours so that a
+// noisy neighbour hurts both alike; read the ratios, not the absolute rates.
+// It deletes every queue it declares and drops every table it creates.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,23 +31,38 @@ import (
 )
 
 type settings struct {
-	url      string
-	size     int
-	duration time.Duration
-	rounds   int
-	window   int
-	messages int
+	url        string
+	dsn        string
+	size       int
+	duration   time.Duration
+	rounds     int
+	window     int
+	messages   int
+	roundtrips int
 }
 
 // measurement is what one run of one side produced.
 type measurement struct {
 	msgs    int
 	elapsed time.Duration
+	// mallocs is the process's heap allocations during the timed part.
+	mallocs uint64
+	// latencies are per-message times, for the scenarios that take them.
+	latencies []time.Duration
+	// lag is, for the outbox, how long after the last commit the broker held
+	// the last message.
+	lag time.Duration
+	// batches is, for the outbox, how many batches its dispatcher published.
+	batches int
 }
 
 func (m *measurement) add(other measurement) {
 	m.msgs += other.msgs
 	m.elapsed += other.elapsed
+	m.mallocs += other.mallocs
+	m.latencies = append(m.latencies, other.latencies...)
+	m.lag = max(m.lag, other.lag)
+	m.batches += other.batches
 }
 
 func (m measurement) rate() float64 {
@@ -50,30 +72,69 @@ func (m measurement) rate() float64 {
 	return float64(m.msgs) / m.elapsed.Seconds()
 }
 
+func (m measurement) allocsPerMessage() float64 {
+	if m.msgs == 0 {
+		return 0
+	}
+	return float64(m.mallocs) / float64(m.msgs)
+}
+
+// stopwatch times the measured part of a run and counts the heap allocations
+// the whole process made meanwhile.
+type stopwatch struct {
+	start   time.Time
+	mallocs uint64
+}
+
+func startWatch() stopwatch {
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	return stopwatch{start: time.Now(), mallocs: stats.Mallocs}
+}
+
+func (w stopwatch) stop(msgs int) measurement {
+	elapsed := time.Since(w.start)
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	return measurement{msgs: msgs, elapsed: elapsed, mallocs: stats.Mallocs - w.mallocs}
+}
+
 // run is one side of a scenario: it runs once and reports what it did.
 type run func(ctx context.Context, queue string) (measurement, error)
 
 type scenario struct {
-	name string
-	raw  run
-	ours []namedRun
+	name  string
+	sides []side
+	// allocs prints the allocations per message of every side.
+	allocs bool
+	// setup, when set, prepares what the sides share beyond the queue (tables)
+	// and returns how to remove it.
+	setup func(ctx context.Context) (cleanup func(), err error)
+	// report, when set, prints comment lines from the sides' totals, in the
+	// order of sides.
+	report func(totals []measurement)
 }
 
-type namedRun struct {
-	name string
-	run  run
+// side is one way of doing what the scenario measures. Its ratio is taken
+// against the side named by baseline; a side without one is a baseline.
+type side struct {
+	name     string
+	baseline string
+	run      run
 }
 
 func main() {
 	var s settings
 	var only string
 	flag.StringVar(&s.url, "amqp", envOr("WARRENMQ_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address")
+	flag.StringVar(&s.dsn, "dsn", envOr("WARRENMQ_MYSQL", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source for the outbox scenario")
 	flag.IntVar(&s.size, "size", 1024, "payload size in bytes")
-	flag.DurationVar(&s.duration, "duration", 3*time.Second, "time per publish run")
+	flag.DurationVar(&s.duration, "duration", 3*time.Second, "time per publish and outbox run")
 	flag.IntVar(&s.rounds, "rounds", 2, "alternating rounds per scenario")
 	flag.IntVar(&s.window, "window", 1000, "unconfirmed publishes allowed in flight (both sides)")
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
-	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume); empty runs all")
+	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
+	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip); empty runs all")
 	flag.Parse()
 
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -83,29 +144,53 @@ func main() {
 		os.Exit(1)
 	}
 	defer release()
-	if err := bench(context.Background(), s, only); err != nil {
+	// An interrupt ends the runs early; the queues and tables are still removed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := bench(ctx, s, only); err != nil {
+		stop()
 		release()
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
+const (
+	brokerLockPath   = "/tmp/warrenmq-broker-test.lock"
+	databaseLockPath = "/tmp/warrenmq-database-test.lock"
+	// lockLimit bounds the wait for a fault test to release a lock.
+	lockLimit = 5 * time.Minute
+)
+
 // shareBroker takes the broker lock the test suite uses, shared, so the bench
 // never runs while a fault test closes every connection or raises an alarm.
 func shareBroker() (release func(), err error) {
-	f, err := os.OpenFile("/tmp/warrenmq-broker-test.lock", os.O_CREATE|os.O_RDWR, 0o666)
+	return shareLock(brokerLockPath)
+}
+
+// shareLock takes the test suite's lock at path, shared, waiting at most
+// lockLimit for a test holding it exclusively to finish.
+func shareLock(path string) (release func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return nil, fmt.Errorf("open the broker lock: %w", err)
+		return nil, fmt.Errorf("open the test lock %s: %w", path, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("take the broker lock: %w", err)
+	deadline := time.Now().Add(lockLimit)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			_ = f.Close()
+			return nil, fmt.Errorf("take the test lock %s (a fault test holds it; wait for it to end): %w", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return func() { _ = f.Close() }, nil
 }
 
 func bench(ctx context.Context, s settings, only string) error {
-	scenarios := []scenario{publishScenario(s), consumeScenario(s)}
+	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s)}
 	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = ours / raw\n", s.size, s.window, s.rounds)
 	fmt.Printf("%-24s %9s %8s %9s %6s\n", "scenario", "msgs", "seconds", "msgs/s", "ratio")
 	for _, sc := range scenarios {
@@ -125,44 +210,68 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 		return err
 	}
 	defer deleteQueue(s.url, queue)
-
-	var raw measurement
-	ours := make([]measurement, len(sc.ours))
-	for round := range s.rounds {
-		sides := append([]namedRun{{"raw", sc.raw}}, sc.ours...)
-		if round%2 == 1 { // alternate who goes first
-			sides = append(sides[1:], sides[0])
+	if sc.setup != nil {
+		cleanup, err := sc.setup(ctx)
+		if err != nil {
+			return err
 		}
-		for _, side := range sides {
+		defer cleanup()
+	}
+
+	totals := make([]measurement, len(sc.sides))
+	order := make([]int, len(sc.sides))
+	for i := range order {
+		order[i] = i
+	}
+	for range s.rounds {
+		for _, i := range order {
 			if err := purgeQueue(s.url, queue); err != nil {
 				return err
 			}
-			m, err := side.run(ctx, queue)
+			m, err := sc.sides[i].run(ctx, queue)
 			if err != nil {
-				return fmt.Errorf("%s: %w", side.name, err)
+				return fmt.Errorf("%s: %w", sc.sides[i].name, err)
 			}
-			if side.name == "raw" {
-				raw.add(m)
-				continue
-			}
-			for i := range sc.ours {
-				if sc.ours[i].name == side.name {
-					ours[i].add(m)
-				}
-			}
+			totals[i].add(m)
 		}
+		slices.Reverse(order) // alternate who goes first
 	}
-	printRow(sc.name+"/raw", raw, raw)
-	for i, o := range sc.ours {
-		printRow(sc.name+"/"+o.name, ours[i], raw)
+	for i, sd := range sc.sides {
+		baseline := totals[i]
+		if j := sideIndex(sc.sides, sd.baseline); j >= 0 {
+			baseline = totals[j]
+		}
+		printRow(sc.name+"/"+sd.name, totals[i], baseline)
+	}
+	if sc.allocs {
+		parts := make([]string, len(sc.sides))
+		for i, sd := range sc.sides {
+			parts[i] = fmt.Sprintf("%s %.1f", sd.name, totals[i].allocsPerMessage())
+		}
+		fmt.Printf("# %s allocs/msg: %s\n", sc.name, strings.Join(parts, ", "))
+	}
+	if sc.report != nil {
+		sc.report(totals)
 	}
 	return nil
 }
 
-func printRow(name string, m, raw measurement) {
+func sideIndex(sides []side, name string) int {
+	if name == "" {
+		return -1
+	}
+	for i, sd := range sides {
+		if sd.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func printRow(name string, m, baseline measurement) {
 	ratio := 0.0
-	if raw.rate() > 0 {
-		ratio = m.rate() / raw.rate()
+	if baseline.rate() > 0 {
+		ratio = m.rate() / baseline.rate()
 	}
 	fmt.Printf("%-24s %9d %8.2f %9.0f %6.2f\n", name, m.msgs, m.elapsed.Seconds(), m.rate(), ratio)
 }

@@ -24,14 +24,14 @@ import (
 func publishScenario(s settings) scenario {
 	body := make([]byte, s.size)
 	raw := func(ctx context.Context, queue string) (measurement, error) {
-		start := time.Now()
+		watch := startWatch()
 		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration, false)
-		return measurement{msgs: n, elapsed: time.Since(start)}, err
+		return watch.stop(n), err
 	}
 	rawEnvelope := func(ctx context.Context, queue string) (measurement, error) {
-		start := time.Now()
+		watch := startWatch()
 		n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration, true)
-		return measurement{msgs: n, elapsed: time.Since(start)}, err
+		return watch.stop(n), err
 	}
 	viaBatch := func(size int) run {
 		return func(ctx context.Context, queue string) (measurement, error) {
@@ -43,23 +43,24 @@ func publishScenario(s settings) scenario {
 			for i := range dispatches {
 				dispatches[i] = messaging.Dispatch{RoutingKey: queue, Mandatory: true, ContentType: "application/octet-stream", Payload: body}
 			}
-			start := time.Now()
-			deadline := start.Add(s.duration)
+			watch := startWatch()
+			deadline := watch.start.Add(s.duration)
 			total := 0
 			for time.Now().Before(deadline) {
 				n, err := writer.Write(ctx, dispatches...)
 				total += n
 				if err != nil {
-					return measurement{msgs: total, elapsed: time.Since(start)}, err
+					return watch.stop(total), err
 				}
 			}
-			return measurement{msgs: total, elapsed: time.Since(start)}, nil
+			return watch.stop(total), nil
 		}
 	}
-	return scenario{name: "publish", raw: raw, ours: []namedRun{
-		{name: "raw+envelope", run: rawEnvelope},
-		{name: "batch-100", run: viaBatch(100)},
-		{name: "batch-1000", run: viaBatch(1000)},
+	return scenario{name: "publish", allocs: true, sides: []side{
+		{name: "raw", run: raw},
+		{name: "raw+envelope", baseline: "raw", run: rawEnvelope},
+		{name: "batch-100", baseline: "raw", run: viaBatch(100)},
+		{name: "batch-1000", baseline: "raw", run: viaBatch(1000)},
 	}}
 }
 
@@ -76,20 +77,21 @@ func consumeScenario(s settings) scenario {
 		if err := preload(ctx, s, queue, body); err != nil {
 			return measurement{}, err
 		}
-		start := time.Now()
+		watch := startWatch()
 		n, err := rawConsume(ctx, s.url, queue, s.window, s.messages, limit)
-		return measurement{msgs: n, elapsed: time.Since(start)}, err
+		return watch.stop(n), err
 	}
-	return scenario{name: "consume", raw: raw, ours: []namedRun{
-		{name: "tuned", run: func(ctx context.Context, queue string) (measurement, error) {
+	return scenario{name: "consume", allocs: true, sides: []side{
+		{name: "raw", run: raw},
+		{name: "tuned", baseline: "raw", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeOurs(ctx, s, queue, body, limit,
 				streaming.SubscriptionOptions.BufferCapacity(uint16(min(s.window, 65535))),
 				streaming.SubscriptionOptions.BatchCapacity(uint16(min(s.window, 65535))))
 		}},
-		{name: "buffer-256", run: func(ctx context.Context, queue string) (measurement, error) {
+		{name: "buffer-256", baseline: "raw", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeOurs(ctx, s, queue, body, limit, streaming.SubscriptionOptions.BufferCapacity(256))
 		}},
-		{name: "defaults", run: func(ctx context.Context, queue string) (measurement, error) {
+		{name: "defaults", baseline: "raw", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeOurs(ctx, s, queue, body, limit)
 		}},
 	}}
@@ -126,7 +128,7 @@ func consumeOurs(ctx context.Context, s settings, queue string, body []byte, lim
 		streaming.SubscriptionOptions.DeadLetters(false),
 	}, options...)
 	consumer := streaming.New(decoded, streaming.Options.Subscriptions(streaming.NewSubscription(queue, options...)))
-	start := time.Now()
+	watch := startWatch()
 	go consumer.Listen()
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
@@ -134,13 +136,12 @@ func consumeOurs(ctx context.Context, s settings, queue string, body []byte, lim
 	case <-done:
 	case <-timer.C:
 	}
-	elapsed := time.Since(start)
+	m := watch.stop(int(handled.Load()))
 	_ = consumer.Close()
-	n := int(handled.Load())
-	if n < s.messages {
-		return measurement{msgs: n, elapsed: elapsed}, fmt.Errorf("consumed %d of %d within %s", n, s.messages, limit)
+	if m.msgs < s.messages {
+		return m, fmt.Errorf("consumed %d of %d within %s; is the broker under a memory alarm or another consumer on the queue?", m.msgs, s.messages, limit)
 	}
-	return measurement{msgs: n, elapsed: elapsed}, nil
+	return m, nil
 }
 
 // preload fills the queue with s.messages JSON messages of type "bench", with
