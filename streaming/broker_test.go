@@ -107,7 +107,14 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 
 	counts := newTally(len(ids))
 	var handled atomic.Int64
-	consumer := consume(t, decodedTransport(t, url), queue, countingHandler(t, counts, &handled))
+	// Each message costs half a millisecond of "work", so that consuming spans
+	// several disruptions instead of finishing before the second one.
+	counting := countingHandler(t, counts, &handled)
+	working := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond)
+		counting.Handle(ctx, messages...)
+	})
+	consumer := consume(t, decodedTransport(t, url), queue, working)
 
 	stop := make(chan struct{})
 	var disruptions atomic.Int64
