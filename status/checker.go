@@ -52,6 +52,15 @@ func (c *Checker) Status(ctx context.Context) error {
 	return c.judge(err)
 }
 
+// Probe publishes one probe and returns its result as it is, outside the
+// tolerance window: for an operator's one-off check, not for /status.
+func (c *Checker) Probe(ctx context.Context) error {
+	if c.config.connector == nil {
+		return ErrNoConnector
+	}
+	return c.run(ctx)
+}
+
 func (c *Checker) run(ctx context.Context) error {
 	c.probe.Lock()
 	defer c.probe.Unlock()

@@ -147,6 +147,13 @@ func (f *CheckerFixture) TestProbeIgnoringTheSeverIsAbandonedAfterTheSeverTimeou
 	f.So(err.Error(), should.ContainSubstring, "did not return within 5ms")
 }
 
+func (f *CheckerFixture) TestProbeReportsTheFirstFailureWithoutTheWindow() {
+	f.connector.commitErr = errors.New("broker restarting")
+	f.So(f.checker.Probe(context.Background()), should.Wrap, f.connector.commitErr)
+	f.connector.commitErr = nil
+	f.So(f.checker.Probe(context.Background()), should.BeNil)
+}
+
 func (f *CheckerFixture) TestWithoutConnector() {
 	f.So(New().Status(context.Background()), should.Equal, ErrNoConnector)
 }

@@ -105,7 +105,7 @@ func createTables(ctx context.Context, db *sql.DB, outboxTable, plainTable strin
 	if err != nil {
 		return fmt.Errorf("outbox schema: %w", err)
 	}
-	statements := append(splitStatements(ddl),
+	statements := append(sqlmq.Statements(ddl),
 		"CREATE TABLE "+plainTable+" (id bigint unsigned AUTO_INCREMENT NOT NULL PRIMARY KEY, message_id varchar(255) NOT NULL, payload longblob NOT NULL)")
 	for _, statement := range statements {
 		if _, err := db.ExecContext(ctx, statement); err != nil {
@@ -113,23 +113,6 @@ func createTables(ctx context.Context, db *sql.DB, outboxTable, plainTable strin
 		}
 	}
 	return nil
-}
-
-// splitStatements cuts a schema file into statements, without its comment lines.
-func splitStatements(ddl string) []string {
-	var kept []string
-	for line := range strings.SplitSeq(ddl, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			kept = append(kept, line)
-		}
-	}
-	var statements []string
-	for statement := range strings.SplitSeq(strings.Join(kept, "\n"), ";") {
-		if statement = strings.TrimSpace(statement); statement != "" {
-			statements = append(statements, statement)
-		}
-	}
-	return statements
 }
 
 func dropTables(db *sql.DB, tables ...string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/warrenmq/messaging/sqlmq"
 )
@@ -43,23 +42,10 @@ func createTables(ctx context.Context, db *sql.DB) error {
 	if present > 0 {
 		return nil
 	}
-	for _, statement := range strings.Split(stripComments(sqlmq.Schema(sqlmq.MySQL)), ";") {
-		if strings.TrimSpace(statement) == "" {
-			continue
-		}
+	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqlmq.MySQL)) {
 		if _, err := db.ExecContext(ctx, statement); err != nil {
 			return fmt.Errorf("create the outbox table: %w", err)
 		}
 	}
 	return nil
-}
-
-func stripComments(sql string) string {
-	var kept []string
-	for _, line := range strings.Split(sql, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			kept = append(kept, line)
-		}
-	}
-	return strings.Join(kept, "\n")
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
@@ -42,7 +41,7 @@ func openSQLite() (*sql.DB, func(), error) {
 	ctx := context.Background()
 	// The library never runs DDL: a service applies sqlmq.Schema with its own
 	// migrations. Here it runs one statement at a time.
-	statements := append(statementsOf(sqlmq.Schema(sqlmq.SQLite)),
+	statements := append(sqlmq.Statements(sqlmq.Schema(sqlmq.SQLite)),
 		"CREATE TABLE orders (id TEXT PRIMARY KEY, item TEXT NOT NULL, status TEXT NOT NULL)",
 		"CREATE TABLE shipments (order_id TEXT PRIMARY KEY)",
 	)
@@ -53,23 +52,6 @@ func openSQLite() (*sql.DB, func(), error) {
 		}
 	}
 	return db, cleanup, nil
-}
-
-// statementsOf splits a DDL script into its statements, dropping comment lines.
-func statementsOf(script string) []string {
-	var kept []string
-	for _, line := range strings.Split(script, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			kept = append(kept, line)
-		}
-	}
-	var statements []string
-	for _, statement := range strings.Split(strings.Join(kept, "\n"), ";") {
-		if strings.TrimSpace(statement) != "" {
-			statements = append(statements, statement)
-		}
-	}
-	return statements
 }
 
 // await waits for one value on c, bounded: an example never hangs.

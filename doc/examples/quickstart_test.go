@@ -65,10 +65,8 @@ func TestQuickStartAgainstLocalServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, statement := range strings.Split(withoutComments(ddl), ";") {
-		if strings.TrimSpace(statement) != "" {
-			mustExec(t, db, statement)
-		}
+	for _, statement := range sqlmq.Statements(ddl) {
+		mustExec(t, db, statement)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + outboxTable) })
 
@@ -179,16 +177,6 @@ func mustExec(t *testing.T, db *sql.DB, statement string) {
 	if _, err := db.Exec(statement); err != nil {
 		t.Fatalf("%s: %v", statement, err)
 	}
-}
-
-func withoutComments(ddl string) string {
-	var kept []string
-	for _, line := range strings.Split(ddl, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			kept = append(kept, line)
-		}
-	}
-	return strings.Join(kept, "\n")
 }
 
 type rawAMQP struct {
