@@ -19,6 +19,7 @@ const (
 	DefaultDeferredHandoffCapacity = 8192
 	DefaultMaxAttempts             = 10
 	DefaultPageSize                = 500
+	DefaultLinger                  = 10 * time.Millisecond
 	DefaultLeaseTimeout            = time.Minute
 	DefaultRetention               = 24 * time.Hour
 	DefaultPruneBatchSize          = 500
@@ -39,6 +40,7 @@ type configuration struct {
 	deferred   int
 	maxAttempt int
 	pageSize   int
+	linger     time.Duration
 	lease      time.Duration
 	sweep      time.Duration
 	retention  time.Duration
@@ -138,10 +140,25 @@ func (singleton) PageSize(size int) option {
 	return func(c *configuration) { c.pageSize = size }
 }
 
+// Linger bounds how long a busy dispatch processor waits for more committed
+// rows before publishing a batch (default 10ms). It lingers only while rows
+// keep arriving (each within a millisecond of the last) after rows arrived
+// during its previous publish, so a stream of one-message transactions is
+// published and marked dispatched in a few large batches instead of many small
+// ones that compete with the committing service for the database and the
+// broker. An idle processor publishes a lone row at once.
+func (singleton) Linger(d time.Duration) option {
+	return func(c *configuration) { c.linger = d }
+}
+
 // LeaseTimeout is how long a processor's claim on a row lasts without renewal
 // (default 1 minute). Another instance may publish a row whose lease expired,
 // so keep it well above the time one batch takes to publish (the transport's
-// broker timeout). Instances sharing a table need clocks in rough agreement.
+// broker timeout). The commit that stores a row leases it to this instance;
+// a row handed to the processor with three quarters of that lease still ahead
+// is published without renewing it, any other row is renewed first. Instances
+// sharing a table need clocks in rough agreement (well within a quarter of
+// the lease).
 func (singleton) LeaseTimeout(d time.Duration) option {
 	return func(c *configuration) { c.lease = d }
 }
@@ -221,6 +238,7 @@ func newConfiguration(options []option) configuration {
 	c.deferred = defaultInt(c.deferred, DefaultDeferredHandoffCapacity)
 	c.maxAttempt = defaultInt(c.maxAttempt, DefaultMaxAttempts)
 	c.pageSize = defaultInt(c.pageSize, DefaultPageSize)
+	c.linger = defaultDuration(c.linger, DefaultLinger)
 	c.lease = defaultDuration(c.lease, DefaultLeaseTimeout)
 	c.sweep = defaultDuration(c.sweep, c.lease/2)
 	c.retention = defaultDuration(c.retention, DefaultRetention)

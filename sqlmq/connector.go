@@ -38,7 +38,8 @@ func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 }
 
 // Close closes every connection still open, rolling back their uncommitted
-// transactions. It does not close the transport or stop the processor.
+// transactions, and releases the outbox's prepared insert. It does not close
+// the transport or stop the processor.
 func (c *connector) Close() error {
 	c.mu.Lock()
 	c.closed = true
@@ -49,7 +50,7 @@ func (c *connector) Close() error {
 	for conn := range open {
 		err = errors.Join(err, conn.Close())
 	}
-	return err
+	return errors.Join(err, c.outbox.store.close())
 }
 
 func (c *connector) forget(conn *connection) {
@@ -106,6 +107,7 @@ func (c *connection) begin(ctx context.Context) (*commitWriter, error) {
 	if c.closed {
 		return nil, fmt.Errorf("sqlmq: open commit writer: %w", messaging.ErrClosed)
 	}
+	c.outbox.store.prepareInsert(ctx)
 	tx, err := c.outbox.config.db.BeginTx(ctx, c.outbox.config.dialect.txOptions(c.outbox.config.isolation))
 	if err != nil {
 		return nil, fmt.Errorf("sqlmq: begin the outbox transaction: %w", err)

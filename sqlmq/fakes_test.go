@@ -68,12 +68,14 @@ func splitStatements(ddl string) []string {
 	return out
 }
 
-// fakeClock hands out timers that fire only when the test fires them.
+// fakeClock hands out timers that fire only when the test fires them, except
+// those of instant or less, which have fired already.
 type fakeClock struct {
 	mu      sync.Mutex
 	now     time.Time
 	timers  []*fakeTimer
 	changed chan struct{}
+	instant time.Duration
 }
 
 type fakeTimer struct {
@@ -98,9 +100,21 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// Instant makes timers of d or less fire at once (0: none).
+func (c *fakeClock) Instant(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.instant = d
+}
+
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if d <= c.instant {
+		fired := make(chan time.Time, 1)
+		fired <- c.now
+		return fired
+	}
 	timer := &fakeTimer{d: d, c: make(chan time.Time, 1)}
 	c.timers = append(c.timers, timer)
 	close(c.changed)
@@ -126,6 +140,32 @@ func (c *fakeClock) Await(t testing.TB, d time.Duration) {
 		case <-changed:
 		case <-deadline:
 			t.Fatalf("no timer of %s was started within %s", d, testBound)
+		}
+	}
+}
+
+// AwaitTimers blocks until n timers of d have been started (fired or not), and
+// fails the test otherwise.
+func (c *fakeClock) AwaitTimers(t testing.TB, d time.Duration, n int) {
+	t.Helper()
+	deadline := time.After(testBound)
+	for {
+		c.mu.Lock()
+		started := 0
+		for _, timer := range c.timers {
+			if timer.d == d {
+				started++
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		if started >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%d of %d timers of %s were started within %s", started, n, d, testBound)
 		}
 	}
 }
@@ -359,6 +399,9 @@ func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
 		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),
 		func(c *configuration) { c.newPublisher = func() publisher { return h.publisher } },
 	}
+	// A busy processor's lingering ends at once unless a test says otherwise
+	// (h.clock.Instant(0)): most tests are not about batching.
+	h.clock.Instant(lingerGap)
 	h.connector, h.processor = New(nil, append(base, options...)...)
 	t.Cleanup(func() { _ = h.processor.Close() })
 	return h

@@ -45,12 +45,18 @@ func (p *processor) Listen() {
 	p.recover(ctx)
 	sweep := o.config.clock.After(o.config.sweep)
 	prune := o.config.clock.After(o.config.pruneEvery)
+	busy := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case first := <-o.channel:
-			p.dispatch(ctx, p.gather(first))
+			rows := p.gather(ctx, first, busy)
+			left := len(o.channel)
+			p.dispatch(ctx, rows)
+			// Rows that arrived while this batch was published are waiting
+			// now: more are likely on their way, so the next batch lingers.
+			busy = len(o.channel) > left
 		case <-sweep:
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
 		case <-prune:
@@ -73,9 +79,41 @@ func (p *processor) after(d time.Duration, again bool) <-chan time.Time {
 	return p.outbox.config.clock.After(d)
 }
 
-// gather forms a batch from what the channel already holds; it never waits.
-func (p *processor) gather(first row) []row {
-	rows := []row{first}
+// lingerGap is the longest a lingering processor waits for the next row: a
+// pause this long means the burst is over.
+const lingerGap = time.Millisecond
+
+// gather forms a batch from what the channel already holds. When busy (rows
+// arrived while the previous batch was being published) it then lingers: it
+// keeps taking rows while they arrive within lingerGap of each other, for up
+// to Linger in all, so a steady stream of small commits is published and
+// marked in fewer, larger batches. An idle processor never waits: a lone row
+// is published at once.
+func (p *processor) gather(ctx context.Context, first row, busy bool) []row {
+	o := p.outbox
+	rows := p.drain([]row{first})
+	if !busy || len(rows) >= o.config.pageSize {
+		return rows
+	}
+	deadline := o.config.clock.After(o.config.linger)
+	gap := min(lingerGap, o.config.linger)
+	for len(rows) < o.config.pageSize {
+		select {
+		case r := <-o.channel:
+			rows = p.drain(append(rows, r))
+		case <-o.config.clock.After(gap):
+			return p.drain(rows)
+		case <-deadline:
+			return p.drain(rows)
+		case <-ctx.Done():
+			return rows
+		}
+	}
+	return rows
+}
+
+// drain adds to rows what the channel holds, up to a page, without waiting.
+func (p *processor) drain(rows []row) []row {
 	for len(rows) < p.outbox.config.pageSize {
 		select {
 		case r := <-p.outbox.channel:
@@ -153,17 +191,19 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 			return
 		}
 		now := o.config.clock.Now()
-		kept, err := o.store.renew(ctx, o.config.owner, rowIDs(pending), now.Add(o.config.lease))
-		if err != nil {
-			if !p.retryAfter(ctx, len(pending), err) {
-				o.forget(pending)
+		if !p.leased(pending, now) {
+			kept, err := o.store.renew(ctx, o.config.owner, rowIDs(pending), now.Add(o.config.lease))
+			if err != nil {
+				if !p.retryAfter(ctx, len(pending), err) {
+					o.forget(pending)
+					return
+				}
+				continue
+			}
+			pending = p.keep(pending, kept)
+			if len(pending) == 0 {
 				return
 			}
-			continue
-		}
-		pending = p.keep(pending, kept)
-		if len(pending) == 0 {
-			return
 		}
 
 		attempt := pending
@@ -175,7 +215,7 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 			dispatches[i] = clone(r.dispatch)
 		}
 		o.config.monitor.MessagePublished(len(attempt))
-		_, err = p.publisher.Write(ctx, dispatches...)
+		_, err := p.publisher.Write(ctx, dispatches...)
 		outcome := classify(attempt, err)
 
 		confirmed := make([]row, 0, len(attempt))
@@ -216,6 +256,23 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 			return
 		}
 	}
+}
+
+// leased reports whether every row was handed over by its own commit with at
+// least three quarters of its lease still ahead (by this instance's clock, which
+// set it). No other instance takes a row before its lease expires, so renewing
+// such rows would cost a statement (and a commit) per batch and tell nothing:
+// they are published without it. Rows read back from storage (startup
+// recovery, the sweep) and rows that waited long are renewed first, which also
+// drops those another instance took meanwhile.
+func (p *processor) leased(rows []row, now time.Time) bool {
+	margin := p.outbox.config.lease * 3 / 4
+	for _, r := range rows {
+		if r.leaseUntil.IsZero() || r.leaseUntil.Sub(now) < margin {
+			return false
+		}
+	}
+	return true
 }
 
 // errTransient marks a message whose failure says nothing about the message
@@ -430,8 +487,9 @@ func (p *processor) Close() error {
 	case <-deadline.C:
 		return fmt.Errorf("sqlmq: background handoffs did not stop within [%s]", o.config.shutdown)
 	}
+	err := o.store.close()
 	if o.config.ownsDB && o.config.db != nil {
-		return o.config.db.Close()
+		return errors.Join(err, o.config.db.Close())
 	}
-	return nil
+	return err
 }

@@ -258,6 +258,7 @@ func (f *ProcessorFixture) TestARowAnotherInstanceTookIsDroppedFromTheChannel() 
 	second.Listen()
 	second.monitor.AwaitConfirmed(tb(f), 1)
 
+	first.clock.Advance(2 * testLease) // the same time passed for the first instance
 	first.Listen()
 	f.So(first.Commit(message("b")), should.BeNil)
 	first.monitor.AwaitConfirmed(tb(f), 1)

@@ -16,6 +16,10 @@ type row struct {
 	dispatch messaging.Dispatch
 	created  time.Time
 	attempts int
+	// leaseUntil is when this instance's lease on the row ends, as set by the
+	// commit that stored it; zero for a row read back from storage, whose lease
+	// is renewed before every publish.
+	leaseUntil time.Time
 }
 
 // columns are the stored fields of a dispatch, in insert order.

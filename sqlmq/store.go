@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -15,10 +16,67 @@ type store struct {
 	db      *sql.DB
 	dialect Dialect
 	table   string
+
+	// mu guards the insert statement, prepared once on db and reused by every
+	// committing transaction, so a commit does not prepare and close the
+	// statement (two round trips and a parse) each time.
+	mu         sync.Mutex
+	insertStmt *sql.Stmt
+	closed     bool
 }
 
 func newStore(db *sql.DB, dialect Dialect, table string) *store {
 	return &store{db: db, dialect: dialect.normal(), table: table}
+}
+
+// insertQuery is the statement that stores one dispatch.
+func (s *store) insertQuery() string {
+	query := "INSERT INTO {t} (" + columns + ", lease_owner, lease_until_us) VALUES (" + placeholders(columnCount+2) + ")"
+	if s.dialect == PostgreSQL {
+		query += " RETURNING id"
+	}
+	return s.q(query)
+}
+
+// prepareInsert prepares the insert statement on the database handle once. It
+// runs before the committing transaction begins, never inside it: preparing on
+// the handle takes a pooled connection, and a pool of one (usual for SQLite)
+// would wait for the transaction's own. A failure is not cached; the insert
+// then prepares in its transaction and reports the cause.
+func (s *store) prepareInsert(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.insertStmt != nil || s.closed {
+		return
+	}
+	if statement, err := s.db.PrepareContext(ctx, s.insertQuery()); err == nil {
+		s.insertStmt = statement
+	}
+}
+
+// preparedInsert returns the shared insert statement, or nil when it is not
+// prepared (yet, or any more).
+func (s *store) preparedInsert() *sql.Stmt {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.insertStmt
+}
+
+// close releases the shared insert statement; later inserts prepare in their
+// own transaction.
+func (s *store) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.insertStmt == nil {
+		return nil
+	}
+	err := s.insertStmt.Close()
+	s.insertStmt = nil
+	if err != nil {
+		return fmt.Errorf("sqlmq: close the prepared outbox insert: %w", err)
+	}
+	return nil
 }
 
 func (s *store) q(query string) string {
@@ -27,21 +85,23 @@ func (s *store) q(query string) string {
 
 // execer is what an insert needs from a *sql.Tx.
 type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	StmtContext(ctx context.Context, statement *sql.Stmt) *sql.Stmt
 }
 
 // insert stores normalized dispatches in tx, leased to owner until leaseUntil,
-// and returns their row ids in order.
+// and returns their row ids in order. It uses the shared prepared statement
+// when there is one (database/sql prepares it once per pooled connection), and
+// prepares in tx otherwise.
 func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Dispatch, created time.Time, owner string, leaseUntil time.Time) ([]int64, error) {
-	query := "INSERT INTO {t} (" + columns + ", lease_owner, lease_until_us) VALUES (" + placeholders(columnCount+2) + ")"
-	if s.dialect == PostgreSQL {
-		query += " RETURNING id"
-	}
-	statement, err := tx.PrepareContext(ctx, s.q(query))
-	if err != nil {
-		return nil, fmt.Errorf("sqlmq: prepare the outbox insert into %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+	var statement *sql.Stmt
+	if shared := s.preparedInsert(); shared != nil {
+		statement = tx.StmtContext(ctx, shared)
+	} else {
+		var err error
+		if statement, err = tx.PrepareContext(ctx, s.insertQuery()); err != nil {
+			return nil, fmt.Errorf("sqlmq: prepare the outbox insert into %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+		}
 	}
 	defer func() { _ = statement.Close() }()
 	ids := make([]int64, 0, len(dispatches))

@@ -58,10 +58,11 @@ func (w *commitWriter) Commit() error {
 	defer w.connection.release(w)
 	config := w.outbox.config
 	created := config.clock.Now()
+	leaseUntil := created.Add(config.lease)
 	var ids []int64
 	if len(w.pending) > 0 {
 		var err error
-		ids, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, created.Add(config.lease))
+		ids, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, leaseUntil)
 		if err != nil {
 			_ = w.tx.Rollback()
 			return err
@@ -76,7 +77,7 @@ func (w *commitWriter) Commit() error {
 	config.monitor.MessageStored(len(ids))
 	rows := make([]row, len(ids))
 	for i, id := range ids {
-		rows[i] = row{id: id, dispatch: clone(w.pending[i]), created: created}
+		rows[i] = row{id: id, dispatch: clone(w.pending[i]), created: created, leaseUntil: leaseUntil}
 	}
 	w.pending = nil
 	w.outbox.handoff(rows)
