@@ -461,6 +461,28 @@ func rowIDs(rows []row) []int64 {
 // Close stops the processor: it cancels the process context, so Listen, the
 // startup read and every handoff stop (handoffs leave their rows in storage for
 // the next start), and waits up to ShutdownTimeout for Listen to return.
+// releaseLeases lets go of the rows this instance leased and did not publish,
+// within a short bound of its own (the process context has ended by now).
+func (p *processor) releaseLeases() {
+	o := p.outbox
+	if o.config.err != nil || o.config.db == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	n, err := o.store.release(ctx, o.config.owner)
+	if err != nil {
+		o.config.logger.Warn(fmt.Sprintf("Unable to release the leases of undispatched messages at shutdown [%v]; another instance takes them when the leases expire.", err), "error", err)
+		return
+	}
+	if n > 0 {
+		o.config.logger.Info(fmt.Sprintf("Released the leases of [%d] undispatched message(s) at shutdown; they are published at the next start or by another instance.", n), "count", n)
+	}
+}
+
+// releaseTimeout bounds the lease release at shutdown.
+const releaseTimeout = 5 * time.Second
+
 func (p *processor) Close() error {
 	o := p.outbox
 	p.closeOnce.Do(func() {
@@ -487,6 +509,7 @@ func (p *processor) Close() error {
 	case <-deadline.C:
 		return fmt.Errorf("sqlmq: background handoffs did not stop within [%s]", o.config.shutdown)
 	}
+	p.releaseLeases()
 	err := o.store.close()
 	if o.config.ownsDB && o.config.db != nil {
 		return errors.Join(err, o.config.db.Close())

@@ -82,6 +82,24 @@ func (f *ProcessorFixture) TestStartupRecoveryPublishesLeftoverRowsInPages() {
 	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"e"})
 }
 
+func (f *ProcessorFixture) TestCloseReleasesTheLeasesOfRowsItDidNotPublish() {
+	first := newHarness(tb(f), f.db)
+	f.So(first.Commit(messages("a", "b")...), should.BeNil)
+	f.So(f.leased(), should.Equal, 2) // leased to the committing instance at insert
+	f.So(first.processor.Close(), should.BeNil)
+	f.So(f.leased(), should.Equal, 0) // the next start takes them at once, not after the lease
+
+	next := newHarness(tb(f), f.db)
+	next.Listen()
+	f.So(next.publisher.Next(tb(f)), should.HaveLength, 2)
+}
+
+func (f *ProcessorFixture) leased() int {
+	var n int
+	f.So(f.db.QueryRow("SELECT COUNT(*) FROM Messages WHERE lease_owner IS NOT NULL").Scan(&n), should.BeNil)
+	return n
+}
+
 func (f *ProcessorFixture) TestCloseStopsTheStartupRead() {
 	f.seed("a", "b", "c", "d", "e", "f")
 	h := newHarness(tb(f), f.db, Options.PageSize(2))

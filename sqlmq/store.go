@@ -214,6 +214,17 @@ func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, error
 	return rows, nil
 }
 
+// release gives up owner's leases on rows it did not publish, so another
+// instance, or this service's next start, takes them at once instead of after
+// the lease runs out. It returns how many rows it let go.
+func (s *store) release(ctx context.Context, owner string) (int64, error) {
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET lease_owner = NULL, lease_until_us = NULL WHERE lease_owner = ? AND "+pendingCondition), owner)
+	if err != nil {
+		return 0, fmt.Errorf("sqlmq: release the leases of %s: %w", owner, err)
+	}
+	return result.RowsAffected()
+}
+
 // renew extends owner's lease on ids and returns those still owned by owner and
 // still waiting to be published; another instance may have taken the others
 // after their lease expired.
