@@ -131,10 +131,35 @@ func (f *ConsumerFixture) TestBatchesNeverWaitToFill() {
 	f.handler.release(f.T())
 	f.So(receive(f.T(), f.handler.entered, "the handler to start a batch"), should.Equal, 2)
 	f.handler.release(f.T())
-	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 2 })
+	eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 4 })
 
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3", "4"}})
-	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}, {"2", "3", "4"}})
+	// "1" was handled while more waited in the buffer: its ack joined theirs.
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1", "2", "3", "4"}})
+}
+
+func (f *ConsumerFixture) TestABatchIsAcknowledgedAtOnceWhenNothingElseIsBuffered() {
+	f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+	f.stream.push(delivery("1"))
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
+	f.handler.release(f.T())
+	eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 1 })
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+}
+
+func (f *ConsumerFixture) TestCoalescedAcknowledgementsAreBoundedByHalfThePrefetch() {
+	f.listen(SubscriptionOptions.BufferCapacity(4), SubscriptionOptions.BatchCapacity(1))
+	f.stream.push(delivery("1"))
+	receive(f.T(), f.handler.entered, "the handler to start a batch")
+	f.stream.push(delivery("2"), delivery("3"), delivery("4"))
+	eventually(f.T(), f.stream.waiting(4))
+	for range 3 {
+		f.handler.release(f.T())
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+	}
+	f.handler.release(f.T())
+	eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 4 })
+	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1", "2"}, {"3", "4"}})
 }
 
 func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
@@ -148,7 +173,7 @@ func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
 	f.handler.release(f.T())
 	receive(f.T(), f.handler.entered, "the handler to start a batch")
 	f.handler.release(f.T())
-	eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 3 })
+	eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 4 })
 	f.So(f.handler.handled(), should.Equal, [][]any{{"1"}, {"2", "3"}, {"4"}})
 }
 
@@ -211,7 +236,7 @@ func (f *ConsumerFixture) TestDrainHandlesWhatIsBufferedThenStops() {
 	}
 	f.handler.release(f.T())
 	receive(f.T(), closed, "Close to return")
-	f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}, {"2"}, {"3"}, {"4"}})
+	f.So(f.stream.ackedFlat(), should.Equal, []string{"1", "2", "3", "4"})
 	f.So(f.monitor.list(), should.NotContain, "forced q")
 	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second})
 }

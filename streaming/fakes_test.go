@@ -278,6 +278,15 @@ func (s *fakeStream) ackedIDs() [][]string {
 	return out
 }
 
+// ackedFlat is every acknowledged id in order, however the acks were grouped.
+func (s *fakeStream) ackedFlat() []string {
+	var flat []string
+	for _, group := range s.ackedIDs() {
+		flat = append(flat, group...)
+	}
+	return flat
+}
+
 func delivery(id string) messaging.Delivery {
 	return messaging.Delivery{MessageID: id, Message: id, SourceQueue: "q"}
 }

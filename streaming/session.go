@@ -33,14 +33,20 @@ type session struct {
 	failed   chan struct{}
 	failOnce sync.Once
 	acked    atomic.Bool
+
+	// coalesce is how many handled deliveries a worker may hold before it
+	// acknowledges them, while more are already buffered: one multiple-ack
+	// instead of one per batch. Half the prefetch keeps the broker sending.
+	coalesce int
 }
 
 func newSession(r *runner, stream messaging.Stream) *session {
 	s := &session{
-		runner: r,
-		stream: stream,
-		buffer: make(chan *messaging.Delivery, r.subscription.bufferCapacity),
-		failed: make(chan struct{}),
+		runner:   r,
+		stream:   stream,
+		buffer:   make(chan *messaging.Delivery, r.subscription.bufferCapacity),
+		failed:   make(chan struct{}),
+		coalesce: max(int(r.subscription.batchCapacity), int(r.subscription.bufferCapacity)/2, 1),
 	}
 	s.readCtx, s.stopRead = context.WithCancel(r.soft)
 	s.handleCtx, s.cancelHandle = context.WithCancel(context.WithoutCancel(r.soft))
@@ -163,14 +169,33 @@ func (s *session) read() {
 }
 
 func (s *session) work(handler messaging.Handler) {
+	var pending []*messaging.Delivery // handled, not yet acknowledged
 	for {
-		batch, ok := s.next()
+		batch, ok := s.next(len(pending) == 0)
+		if ok && batch == nil { // nothing buffered right now: settle what was handled
+			if !s.acknowledge(pending) {
+				return
+			}
+			pending = pending[:0]
+			continue
+		}
 		if !ok {
+			s.acknowledge(pending)
 			return
 		}
-		if !s.process(handler, batch) {
+		if !s.handleBatch(handler, batch) {
+			s.acknowledge(pending) // handled before the panic: do not make the broker redeliver them
+			s.fail()
 			return
 		}
+		pending = append(pending, batch...)
+		if len(pending) < s.coalesce && !s.stopping() {
+			continue // more is buffered, or next(false) will say not: one ack for all of them
+		}
+		if !s.acknowledge(pending) {
+			return
+		}
+		pending = pending[:0]
 	}
 }
 
@@ -188,25 +213,38 @@ func (s *session) stopping() bool {
 }
 
 // next waits for one delivery and takes whatever else is buffered, up to the
-// batch capacity, without waiting for more.
-func (s *session) next() ([]*messaging.Delivery, bool) {
+// batch capacity, without waiting for more. With wait false it does not wait
+// for the first one either: it returns (nil, true) when nothing is buffered.
+func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
 	var shutdown <-chan struct{}
 	if s.subscription.strategy != ShutdownStrategyDrain {
 		shutdown = s.soft.Done()
 	}
 	var first *messaging.Delivery
-	select {
-	case delivery, open := <-s.buffer:
-		if !open {
+	if !wait {
+		select {
+		case delivery, open := <-s.buffer:
+			if !open {
+				return nil, false
+			}
+			first = delivery
+		default:
+			return nil, true
+		}
+	} else {
+		select {
+		case delivery, open := <-s.buffer:
+			if !open {
+				return nil, false
+			}
+			first = delivery
+		case <-s.failed:
+			return nil, false
+		case <-s.handleCtx.Done():
+			return nil, false
+		case <-shutdown:
 			return nil, false
 		}
-		first = delivery
-	case <-s.failed:
-		return nil, false
-	case <-s.handleCtx.Done():
-		return nil, false
-	case <-shutdown:
-		return nil, false
 	}
 	if s.stopping() {
 		return nil, false
@@ -227,9 +265,9 @@ func (s *session) next() ([]*messaging.Delivery, bool) {
 	return batch, true
 }
 
-// process hands a batch to the handler and acknowledges it; it reports whether
-// the worker may continue.
-func (s *session) process(handler messaging.Handler, batch []*messaging.Delivery) bool {
+// handleBatch hands a batch to the handler; it reports false when the handler
+// panicked (logged here; the caller ends the session without acknowledging).
+func (s *session) handleBatch(handler messaging.Handler, batch []*messaging.Delivery) bool {
 	queue := s.subscription.queue
 	messages := make([]any, 0, len(batch))
 	for _, delivery := range batch {
@@ -242,20 +280,30 @@ func (s *session) process(handler messaging.Handler, batch []*messaging.Delivery
 			messages = append(messages, delivery.Message)
 		}
 	}
-	if len(messages) > 0 {
-		started := s.clock.Now()
-		value, stack, panicked := s.handle(handler, messages)
-		s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
-		if panicked {
-			s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
-				slog.String("stream", queue), slog.Int("count", len(batch)),
-				slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
-			s.fail()
-			return false
-		}
+	if len(messages) == 0 {
+		return true
 	}
-	deliveries := make([]messaging.Delivery, len(batch))
-	for i, delivery := range batch {
+	started := s.clock.Now()
+	value, stack, panicked := s.handle(handler, messages)
+	s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
+	if panicked {
+		s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
+			slog.String("stream", queue), slog.Int("count", len(batch)),
+			slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
+		return false
+	}
+	return true
+}
+
+// acknowledge settles handled deliveries with one call (a multiple-ack where
+// the tags allow); it reports whether the worker may continue.
+func (s *session) acknowledge(handled []*messaging.Delivery) bool {
+	if len(handled) == 0 {
+		return true
+	}
+	queue := s.subscription.queue
+	deliveries := make([]messaging.Delivery, len(handled))
+	for i, delivery := range handled {
 		deliveries[i] = *delivery
 	}
 	err := s.stream.Acknowledge(s.ackCtx, deliveries...)
