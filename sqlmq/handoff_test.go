@@ -1,8 +1,10 @@
 package sqlmq
 
 import (
+	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -19,6 +21,34 @@ type HandoffFixture struct {
 
 func (f *HandoffFixture) Setup() {
 	f.db = openSQLite(tb(f))
+}
+
+func (f *HandoffFixture) TestClosingTheConnectionNeverWaitsBehindACommitInHandoff() {
+	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
+	connection, err := h.connector.Connect(context.Background())
+	f.So(err, should.BeNil)
+	writer, err := connection.CommitWriter(context.Background())
+	f.So(err, should.BeNil)
+	_, _ = writer.Write(context.Background(), messages("a", "b")...)
+	committed := make(chan error, 1)
+	go func() { committed <- writer.Commit() }()
+	h.clock.Await(tb(f), testHandoff) // the commit is in its handoff, waiting for the processor
+
+	closed := make(chan error, 1)
+	go func() { closed <- connection.Close() }()
+	select {
+	case err := <-closed:
+		f.So(err, should.BeNil)
+	case <-time.After(testBound):
+		tb(f).Fatalf("closing the connection waited behind a commit in handoff")
+	}
+	f.So(h.processor.Close(), should.BeNil) // ends the handoff
+	select {
+	case err := <-committed:
+		f.So(err, should.BeNil)
+	case <-time.After(testBound):
+		tb(f).Fatalf("Commit did not return after the processor closed")
+	}
 }
 
 func (f *HandoffFixture) TestAProcessorThatDoesNotAcceptWithinTheTimeoutGetsTheRestInTheBackground() {

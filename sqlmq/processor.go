@@ -291,19 +291,29 @@ func classify(attempt []row, err error) []error {
 	}
 	var publishErr *messaging.PublishError
 	if errors.As(err, &publishErr) {
-		byID := map[string]messaging.PublishResult{}
-		for _, result := range publishErr.Results {
-			if _, seen := byID[result.MessageID]; !seen {
-				byID[result.MessageID] = result
+		// Results come in publish order, one per row, from our transports: match
+		// by position. Otherwise match by id, each result used once, so two rows
+		// sharing a message id can never settle on one confirm.
+		byPosition := len(publishErr.Results) == len(attempt)
+		byID := map[string][]messaging.PublishResult{}
+		if !byPosition {
+			for _, result := range publishErr.Results {
+				byID[result.MessageID] = append(byID[result.MessageID], result)
 			}
 		}
 		for i, r := range attempt {
-			result, ok := byID[r.dispatch.MessageID]
-			if !ok && len(publishErr.Results) == len(attempt) {
-				result, ok = publishErr.Results[i], true
-			}
-			if !ok {
-				continue
+			var result messaging.PublishResult
+			if byPosition {
+				result = publishErr.Results[i]
+				if result.MessageID != "" && result.MessageID != r.dispatch.MessageID {
+					continue // not the account of this row: retry it
+				}
+			} else {
+				queued := byID[r.dispatch.MessageID]
+				if len(queued) == 0 {
+					continue
+				}
+				result, byID[r.dispatch.MessageID] = queued[0], queued[1:]
 			}
 			switch {
 			case result.Err == nil && result.Confirmed && result.Routed:

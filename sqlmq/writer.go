@@ -49,10 +49,25 @@ func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch
 // did not commit. Once SQL has committed, Commit returns nil whatever happens to
 // the handoff: the rows are durable and will be published.
 func (w *commitWriter) Commit() error {
+	rows, err := w.commit()
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	// The handoff may wait (back-pressure) until the processor accepts the rows
+	// or the process context ends: it runs without the writer's lock and after
+	// the writer left its connection, so closing the connection at shutdown
+	// never waits behind it.
+	w.outbox.handoff(rows)
+	return nil
+}
+
+// commit stores the buffered dispatches and commits SQL; it returns the rows to
+// hand to the processor.
+func (w *commitWriter) commit() ([]row, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
-		return fmt.Errorf("sqlmq: commit after commit or rollback: %w", messaging.ErrClosed)
+		return nil, fmt.Errorf("sqlmq: commit after commit or rollback: %w", messaging.ErrClosed)
 	}
 	w.done = true
 	defer w.connection.release(w)
@@ -65,14 +80,14 @@ func (w *commitWriter) Commit() error {
 		ids, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, leaseUntil)
 		if err != nil {
 			_ = w.tx.Rollback()
-			return err
+			return nil, err
 		}
 	}
 	if err := w.tx.Commit(); err != nil {
-		return fmt.Errorf("sqlmq: commit the outbox transaction (%d message(s) not stored): %w", len(w.pending), err)
+		return nil, fmt.Errorf("sqlmq: commit the outbox transaction (%d message(s) not stored, unless the connection failed during the COMMIT itself: then they may be stored and will be published; retrying is safe, duplicates possible): %w", len(w.pending), err)
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	config.monitor.MessageStored(len(ids))
 	rows := make([]row, len(ids))
@@ -80,8 +95,7 @@ func (w *commitWriter) Commit() error {
 		rows[i] = row{id: id, dispatch: clone(w.pending[i]), created: created, leaseUntil: leaseUntil}
 	}
 	w.pending = nil
-	w.outbox.handoff(rows)
-	return nil
+	return rows, nil
 }
 
 // Rollback rolls the transaction back and forgets the buffered dispatches. It
