@@ -26,7 +26,7 @@ var ErrNoConnector = errors.New("status: no connector; pass status.Options.Conne
 type Checker struct {
 	config configuration
 
-	probe sync.Mutex // held by the one probe in flight
+	probe chan struct{} // one slot: the probe in flight
 
 	mu           sync.Mutex // guards the fields below
 	connection   messaging.Connection
@@ -36,7 +36,7 @@ type Checker struct {
 
 // New returns a Checker. It does not connect until the first Status call.
 func New(options ...option) *Checker {
-	return &Checker{config: newConfiguration(options)}
+	return &Checker{config: newConfiguration(options), probe: make(chan struct{}, 1)}
 }
 
 // Status publishes one probe and waits for the broker's confirmation. It returns
@@ -62,8 +62,12 @@ func (c *Checker) Probe(ctx context.Context) error {
 }
 
 func (c *Checker) run(ctx context.Context) error {
-	c.probe.Lock()
-	defer c.probe.Unlock()
+	select {
+	case c.probe <- struct{}{}:
+		defer func() { <-c.probe }()
+	case <-ctx.Done():
+		return fmt.Errorf("status: another probe is still running and this caller's context ended first: %w", ctx.Err())
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- c.publish(ctx) }()
@@ -73,7 +77,7 @@ func (c *Checker) run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
-	c.sever(false)
+	c.sever()
 	timer := time.NewTimer(c.config.severTimeout)
 	defer timer.Stop()
 	select {
@@ -88,9 +92,9 @@ func (c *Checker) run(ctx context.Context) error {
 }
 
 func (c *Checker) publish(ctx context.Context) error {
-	writer, err := c.ensureWriter(ctx)
+	writer, connection, err := c.ensureWriter(ctx)
 	if err != nil {
-		c.sever(true)
+		c.severIfCurrent(connection)
 		return err
 	}
 	probe := messaging.Dispatch{
@@ -103,50 +107,62 @@ func (c *Checker) publish(ctx context.Context) error {
 		err = writer.Commit()
 	}
 	if err != nil {
-		c.sever(true)
+		c.severIfCurrent(connection)
 		return fmt.Errorf("status: probe to exchange %q: %w", c.config.topic, err)
 	}
 	return nil
 }
 
-func (c *Checker) ensureWriter(ctx context.Context) (messaging.CommitWriter, error) {
+func (c *Checker) ensureWriter(ctx context.Context) (messaging.CommitWriter, messaging.Connection, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.writer != nil {
-		return c.writer, nil
+		return c.writer, c.connection, nil
 	}
 	if c.connection == nil {
 		connection, err := c.config.connector.Connect(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("status: connect to the broker: %w", err)
+			return nil, nil, fmt.Errorf("status: connect to the broker: %w", err)
 		}
 		c.connection = connection
 	}
 	writer, err := c.connection.CommitWriter(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("status: open a channel: %w", err)
+		return nil, c.connection, fmt.Errorf("status: open a channel: %w", err)
 	}
 	c.writer = writer
-	return writer, nil
+	return writer, c.connection, nil
 }
 
-// sever closes the probe's connection, which makes a pending broker call
-// return; the next probe redials. When the caller cannot wait (its context has
-// ended), the close runs in the background, bounded by the transport's own
-// close timeout.
-func (c *Checker) sever(wait bool) {
+// severIfCurrent closes connection, the one a probe used, unless a later probe
+// has already replaced it: a probe abandoned after its context ended must not
+// cut the connection of the probe that followed it.
+func (c *Checker) severIfCurrent(connection messaging.Connection) {
+	if connection == nil {
+		return
+	}
+	c.mu.Lock()
+	current := c.connection == connection
+	if current {
+		c.connection, c.writer = nil, nil
+	}
+	c.mu.Unlock()
+	if current {
+		_ = connection.Close()
+	}
+}
+
+// sever closes the probe's connection in the background (bounded by the
+// transport's own close timeout), which makes a pending broker call return;
+// the next probe redials. It is for a caller whose context has ended.
+func (c *Checker) sever() {
 	c.mu.Lock()
 	connection := c.connection
 	c.connection, c.writer = nil, nil
 	c.mu.Unlock()
-	if connection == nil {
-		return
+	if connection != nil {
+		go func() { _ = connection.Close() }()
 	}
-	if wait {
-		_ = connection.Close()
-		return
-	}
-	go func() { _ = connection.Close() }()
 }
 
 func (c *Checker) judge(err error) error {

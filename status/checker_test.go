@@ -126,6 +126,7 @@ func (f *CheckerFixture) TestDeadlinePassingFirstSeversTheConnection() {
 		cancel()
 	}()
 	f.checker.config.failureTolerance = time.Nanosecond // report the first failure
+	f.checker.config.severTimeout = time.Minute           // the severed probe returns; no race with a real clock
 	f.now = f.now.Add(time.Second)
 	err := f.checker.run(ctx)
 	f.So(errors.Is(err, context.Canceled), should.BeTrue)
@@ -152,6 +153,42 @@ func (f *CheckerFixture) TestProbeReportsTheFirstFailureWithoutTheWindow() {
 	f.So(f.checker.Probe(context.Background()), should.Wrap, f.connector.commitErr)
 	f.connector.commitErr = nil
 	f.So(f.checker.Probe(context.Background()), should.BeNil)
+}
+
+func (f *CheckerFixture) TestAProbeAbandonedLaterDoesNotSeverTheNextProbesConnection() {
+	f.connector.block = true
+	f.connector.ignoreSever = true
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-f.connector.commitStarted
+		cancel()
+	}()
+	_ = f.checker.run(ctx) // abandoned after the sever timeout; its Commit still blocks
+
+	f.connector.mu.Lock()
+	f.connector.block = false
+	f.connector.mu.Unlock()
+	f.So(f.checker.Probe(context.Background()), should.BeNil) // a new connection
+	closedBefore := f.connector.closedCount()
+	f.connector.release <- struct{}{} // the abandoned probe finally fails
+	f.So(f.checker.Probe(context.Background()), should.BeNil)
+	f.So(f.connector.closedCount(), should.Equal, closedBefore) // the new connection survived
+}
+
+func (f *CheckerFixture) TestAWaitingCallerGivesUpWhenItsContextEnds() {
+	f.connector.block = true
+	f.connector.ignoreSever = true
+	defer close(f.connector.release)
+	first, cancelFirst := context.WithCancel(context.Background())
+	defer cancelFirst()
+	go func() { _ = f.checker.run(first) }()
+	<-f.connector.commitStarted
+
+	second, cancelSecond := context.WithCancel(context.Background())
+	cancelSecond()
+	err := f.checker.run(second)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "another probe is still running")
 }
 
 func (f *CheckerFixture) TestWithoutConnector() {
