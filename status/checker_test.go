@@ -126,7 +126,7 @@ func (f *CheckerFixture) TestDeadlinePassingFirstSeversTheConnection() {
 		cancel()
 	}()
 	f.checker.config.failureTolerance = time.Nanosecond // report the first failure
-	f.checker.config.severTimeout = time.Minute           // the severed probe returns; no race with a real clock
+	f.checker.config.severTimeout = time.Minute         // the severed probe returns; no race with a real clock
 	f.now = f.now.Add(time.Second)
 	err := f.checker.run(ctx)
 	f.So(errors.Is(err, context.Canceled), should.BeTrue)
