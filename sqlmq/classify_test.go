@@ -43,3 +43,11 @@ func TestClassifyRetriesARowWhoseResultNamesAnotherMessage(t *testing.T) {
 		t.Fatalf("want transient, got %v", got)
 	}
 }
+
+func TestClassifyTreatsANackAsTransient(t *testing.T) {
+	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
+	got := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrRefused}}})
+	if !errors.Is(got[0], errTransient) {
+		t.Fatalf("a nack must not count towards retirement; got %v", got)
+	}
+}

@@ -320,15 +320,19 @@ func classify(attempt []row, err error) []error {
 				outcome[i] = nil
 			case result.Err == nil && result.Confirmed:
 				outcome[i] = messaging.ErrUnroutable
-			case errors.Is(result.Err, messaging.ErrUnroutable), errors.Is(result.Err, messaging.ErrRefused):
+			case errors.Is(result.Err, messaging.ErrUnroutable):
 				outcome[i] = result.Err
+				// A nack (ErrRefused) stays transient: it says the broker could not
+				// take the message now (a full queue with reject-publish, an
+				// internal error), not that it never will, so it must not retire
+				// rows within a minute of a passing condition.
 			case len(attempt) == 1 && missingExchange(result.Err):
 				outcome[i] = result.Err
 			}
 		}
 		return outcome
 	}
-	if len(attempt) == 1 && (missingExchange(err) || errors.Is(err, messaging.ErrUnroutable) || errors.Is(err, messaging.ErrRefused)) {
+	if len(attempt) == 1 && (missingExchange(err) || errors.Is(err, messaging.ErrUnroutable)) {
 		outcome[0] = err
 	}
 	return outcome
