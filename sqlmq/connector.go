@@ -102,19 +102,35 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 }
 
 func (c *connection) begin(ctx context.Context) (*commitWriter, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	if c.isClosed() {
 		return nil, fmt.Errorf("sqlmq: open commit writer: %w", messaging.ErrClosed)
 	}
+	// Neither the prepare nor BeginTx holds the connection's lock: both may
+	// wait for a pooled database connection, and other writers of this
+	// connection must be able to finish (and give theirs back) meanwhile.
 	c.outbox.store.prepareInsert(ctx)
 	tx, err := c.outbox.config.db.BeginTx(ctx, c.outbox.config.dialect.txOptions(c.outbox.config.isolation))
 	if err != nil {
 		return nil, fmt.Errorf("sqlmq: begin the outbox transaction: %w", err)
 	}
 	writer := &commitWriter{outbox: c.outbox, connection: c, ctx: ctx, tx: tx}
-	c.writers[writer] = struct{}{}
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		c.writers[writer] = struct{}{}
+	}
+	c.mu.Unlock()
+	if closed {
+		_ = tx.Rollback()
+		return nil, fmt.Errorf("sqlmq: open commit writer: %w", messaging.ErrClosed)
+	}
 	return writer, nil
+}
+
+func (c *connection) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func (c *connection) release(writer *commitWriter) {

@@ -43,14 +43,25 @@ func (s *store) insertQuery() string {
 // the handle takes a pooled connection, and a pool of one (usual for SQLite)
 // would wait for the transaction's own. A failure is not cached; the insert
 // then prepares in its transaction and reports the cause.
+//
+// The prepare runs without the store's lock: it may wait for a pooled
+// connection, and a writer holding one must still be able to insert.
 func (s *store) prepareInsert(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.insertStmt != nil || s.closed {
+	if s.preparedInsert() != nil {
 		return
 	}
-	if statement, err := s.db.PrepareContext(ctx, s.insertQuery()); err == nil {
+	statement, err := s.db.PrepareContext(ctx, s.insertQuery())
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	keep := s.insertStmt == nil && !s.closed
+	if keep {
 		s.insertStmt = statement
+	}
+	s.mu.Unlock()
+	if !keep { // another writer won the race, or the store closed
+		_ = statement.Close()
 	}
 }
 
