@@ -145,7 +145,7 @@ func (p *processor) recover(ctx context.Context) {
 // reports whether the page was full (so there may be more).
 func (p *processor) sweep(ctx context.Context) bool {
 	o := p.outbox
-	rows, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize)
+	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.config.logger.Warn(fmt.Sprintf("Unable to read undispatched message(s) from durable storage [%v]; the sweep tries again in [%s].", err, o.config.sweep),
@@ -153,7 +153,14 @@ func (p *processor) sweep(ctx context.Context) bool {
 		}
 		return false
 	}
-	full := len(rows) == o.config.pageSize
+	for _, u := range unreadable {
+		o.config.logger.Warn(fmt.Sprintf("Retired message [%d]: it cannot be read back from durable storage [%v]; it stays there until an operator fixes and releases it.", u.id, u.err),
+			"id", u.id, "error", u.err)
+	}
+	if len(unreadable) > 0 {
+		o.config.monitor.MessageRetired(len(unreadable))
+	}
+	full := len(rows)+len(unreadable) == o.config.pageSize
 	claimed := rows[:0:0]
 	for _, r := range rows {
 		if !o.isExpected(r.id) { // already on its way through the channel

@@ -82,6 +82,24 @@ func (f *ProcessorFixture) TestStartupRecoveryPublishesLeftoverRowsInPages() {
 	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"e"})
 }
 
+func (f *ProcessorFixture) TestARowThatCannotBeReadBackIsRetiredAndTheRowsBehindItMove() {
+	f.seed("bad", "good")
+	_, err := f.db.Exec("UPDATE Messages SET headers = 'not json at all' WHERE message_id = 'bad'")
+	f.So(err, should.BeNil)
+
+	h := newHarness(tb(f), f.db)
+	h.Listen()
+	published := h.publisher.Next(tb(f))
+	f.So(len(published), should.Equal, 1)
+	f.So(published[0].MessageID, should.Equal, "good")
+	var retired int
+	var lastError string
+	f.So(f.db.QueryRow("SELECT COUNT(*), MAX(last_error) FROM Messages WHERE retired_us IS NOT NULL AND message_id = 'bad'").Scan(&retired, &lastError), should.BeNil)
+	f.So(retired, should.Equal, 1)
+	f.So(lastError, should.ContainSubstring, "cannot be read back")
+	h.log.Await(tb(f), "Retired message [1]: it cannot be read back")
+}
+
 func (f *ProcessorFixture) TestCloseReleasesTheLeasesOfRowsItDidNotPublish() {
 	first := newHarness(tb(f), f.db)
 	f.So(first.Commit(messages("a", "b")...), should.BeNil)

@@ -107,6 +107,20 @@ type scanner interface {
 	Scan(dest ...any) error
 }
 
+// unreadableRow is a stored row whose columns were read but cannot be turned
+// back into a dispatch (a hand-edited row, a newer writer's header encoding): it
+// is retired with the reason, so it cannot hold up the rows behind it.
+type unreadableRow struct {
+	id  int64
+	err error
+}
+
+func (u unreadableRow) Error() string {
+	return fmt.Sprintf("sqlmq: outbox row %d cannot be read back: %v", u.id, u.err)
+}
+
+func (u unreadableRow) Unwrap() error { return u.err }
+
 func scanRow(s scanner) (row, error) {
 	var (
 		r                                    row
@@ -131,14 +145,14 @@ func scanRow(s scanner) (row, error) {
 	d.Error = errorReason.String
 	if route.Valid {
 		if err := json.Unmarshal([]byte(route.String), &d.Route); err != nil {
-			return r, fmt.Errorf("sqlmq: outbox row %d has a malformed route: %w", r.id, err)
+			return r, unreadableRow{id: r.id, err: fmt.Errorf("malformed route: %w", err)}
 		}
 		if len(d.Route) == 0 {
 			d.Route = nil
 		}
 	}
 	if d.Headers, err = decodeHeaders(headers.String, headers.Valid); err != nil {
-		return r, fmt.Errorf("outbox row %d: %w", r.id, err)
+		return r, unreadableRow{id: r.id, err: err}
 	}
 	if d.Payload == nil {
 		d.Payload = []byte{}

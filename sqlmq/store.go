@@ -1,6 +1,7 @@
 package sqlmq
 
 import (
+	"errors"
 	"context"
 	"database/sql"
 	"fmt"
@@ -143,14 +144,18 @@ const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 
 // claim leases up to limit undispatched, unretired rows that no instance holds
 // (no lease, or an expired one) to owner, and returns them in id order.
-func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, err error) {
+//
+// A row that cannot be read back into a dispatch is retired in the same
+// transaction and returned in unreadable, so it never holds up the rows behind
+// it.
+func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
 	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	if s.dialect == SQLite {
 		options = nil
 	}
 	tx, err := s.db.BeginTx(ctx, options)
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: begin the claim of outbox rows: %w", err)
+		return nil, nil, fmt.Errorf("sqlmq: begin the claim of outbox rows: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -171,17 +176,23 @@ func (s *store) claim(ctx context.Context, owner string, now time.Time, lease ti
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: claim outbox rows: %w", err)
+		return nil, nil, fmt.Errorf("sqlmq: claim outbox rows: %w", err)
 	}
 	if len(ids) > 0 {
-		if rows, err = s.read(ctx, tx, ids); err != nil {
-			return nil, err
+		if rows, unreadable, err = s.read(ctx, tx, ids); err != nil {
+			return nil, nil, err
+		}
+		for _, u := range unreadable {
+			if _, err = tx.ExecContext(ctx, s.q("UPDATE {t} SET retired_us = ?, last_error = ? WHERE id = ?"),
+				micros(now), truncate(u.Error()), u.id); err != nil {
+				return nil, nil, fmt.Errorf("sqlmq: retire unreadable outbox row %d: %w", u.id, err)
+			}
 		}
 	}
 	if err = tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlmq: commit the claim of %d outbox row(s): %w", len(ids), err)
+		return nil, nil, fmt.Errorf("sqlmq: commit the claim of %d outbox row(s): %w", len(ids), err)
 	}
-	return rows, nil
+	return rows, unreadable, nil
 }
 
 type querier interface {
@@ -205,24 +216,30 @@ func (s *store) queryIDs(ctx context.Context, db querier, query string, args ...
 	return ids, result.Err()
 }
 
-func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, error) {
+func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, []unreadableRow, error) {
 	result, err := db.QueryContext(ctx, s.q("SELECT "+selectColumns+" FROM {t} WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), int64s(ids)...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
+		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
 	}
 	defer func() { _ = result.Close() }()
 	var rows []row
+	var unreadable []unreadableRow
 	for result.Next() {
 		r, err := scanRow(result)
-		if err != nil {
-			return nil, err
+		var u unreadableRow
+		switch {
+		case errors.As(err, &u):
+			unreadable = append(unreadable, u)
+		case err != nil:
+			return nil, nil, err
+		default:
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
 	}
 	if err := result.Err(); err != nil {
-		return nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
+		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
 	}
-	return rows, nil
+	return rows, unreadable, nil
 }
 
 // release gives up owner's leases on rows it did not publish, so another
@@ -276,12 +293,18 @@ func (s *store) markDispatched(ctx context.Context, ids []int64, now time.Time) 
 
 const maxErrorText = 4000
 
+// truncate keeps an error text within the last_error column.
+func truncate(cause string) string {
+	if len(cause) > maxErrorText {
+		return cause[:maxErrorText]
+	}
+	return cause
+}
+
 // recordFailure counts a refusal against a row and retires it when retired is
 // not zero.
 func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause string, retired time.Time) error {
-	if len(cause) > maxErrorText {
-		cause = cause[:maxErrorText]
-	}
+	cause = truncate(cause)
 	var retiredAt sql.NullInt64
 	if !retired.IsZero() {
 		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
