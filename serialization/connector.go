@@ -15,6 +15,7 @@ package serialization
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/warrenmq/messaging"
 )
@@ -30,11 +31,20 @@ func New(inner messaging.Connector, options ...option) messaging.Connector {
 	return connector{Connector: inner, config: newConfiguration(options)}
 }
 
+// errNilInner reports an inner layer that returned neither a value nor an
+// error: a bug in that layer, said plainly instead of a nil dereference later.
+func errNilInner(what string) error {
+	return fmt.Errorf("serialization: the wrapped connector returned no %s and no error; it is broken", what)
+}
+
 // Connect opens an inner connection and decorates it.
 func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	inner, err := c.Connector.Connect(ctx)
-	if err != nil || inner == nil {
+	if err != nil {
 		return nil, err
+	}
+	if inner == nil {
+		return nil, errNilInner("connection")
 	}
 	return connection{Connection: inner, config: c.config}, nil
 }
@@ -47,8 +57,11 @@ type connection struct {
 // Reader opens an inner reader and decorates it.
 func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	inner, err := c.Connection.Reader(ctx)
-	if err != nil || inner == nil {
+	if err != nil {
 		return nil, err
+	}
+	if inner == nil {
+		return nil, errNilInner("reader")
 	}
 	return reader{Reader: inner, config: c.config}, nil
 }
@@ -56,8 +69,11 @@ func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 // Writer opens an inner writer and decorates it.
 func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 	inner, err := c.Connection.Writer(ctx)
-	if err != nil || inner == nil {
+	if err != nil {
 		return nil, err
+	}
+	if inner == nil {
+		return nil, errNilInner("writer")
 	}
 	return writer{Writer: inner, config: c.config}, nil
 }
@@ -67,8 +83,11 @@ func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 // messaging.TransactionSlot.
 func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
 	inner, err := c.Connection.CommitWriter(ctx)
-	if err != nil || inner == nil {
+	if err != nil {
 		return nil, err
+	}
+	if inner == nil {
+		return nil, errNilInner("commit writer")
 	}
 	return commitWriter{CommitWriter: inner, config: c.config}, nil
 }
@@ -81,8 +100,11 @@ type reader struct {
 // Stream opens an inner stream and decorates it.
 func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
 	inner, err := r.Reader.Stream(ctx, config)
-	if err != nil || inner == nil {
+	if err != nil {
 		return nil, err
+	}
+	if inner == nil {
+		return nil, errNilInner("stream")
 	}
 	return stream{Stream: inner, config: r.config}, nil
 }

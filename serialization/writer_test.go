@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -159,3 +160,15 @@ func (f *WriterFixture) TestTheCommitWriterEncodesAndPassesCommitAndRollbackThro
 	f.So(inner.closed, should.Equal, 1)
 	f.So(messaging.TransactionSlotFrom(f.inner.connection.commitWriterCtx), should.Equal, slot)
 }
+
+func TestABrokenInnerConnectorIsAnErrorNotANilValue(t *testing.T) {
+	connection, err := New(nilConnector{}).Connect(context.Background())
+	if connection != nil || err == nil || !strings.Contains(err.Error(), "returned no connection and no error") {
+		t.Fatalf("want an error naming the broken layer, got %v, %v", connection, err)
+	}
+}
+
+type nilConnector struct{}
+
+func (nilConnector) Connect(context.Context) (messaging.Connection, error) { return nil, nil }
+func (nilConnector) Close() error                                          { return nil }
