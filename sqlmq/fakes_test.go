@@ -44,28 +44,11 @@ func applySchema(t testing.TB, db *sql.DB, d Dialect, table string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, statement := range splitStatements(ddl) {
+	for _, statement := range Statements(ddl) {
 		if _, err := db.Exec(statement); err != nil {
 			t.Fatalf("apply schema: %v\n%s", err, statement)
 		}
 	}
-}
-
-func splitStatements(ddl string) []string {
-	var out []string
-	var lines []string
-	for _, line := range strings.Split(ddl, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "--") {
-			continue
-		}
-		lines = append(lines, line)
-	}
-	for _, statement := range strings.Split(strings.Join(lines, "\n"), ";") {
-		if s := strings.TrimSpace(statement); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // fakeClock hands out timers that fire only when the test fires them, except

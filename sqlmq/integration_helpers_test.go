@@ -63,7 +63,7 @@ func outboxTable(t *testing.T, b backend, db *sql.DB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, statement := range splitStatements(ddl) {
+	for _, statement := range Statements(ddl) {
 		if _, err := db.Exec(statement); err != nil {
 			t.Fatalf("create the outbox table on %s: %v\n%s", b.name, err, statement)
 		}
