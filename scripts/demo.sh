@@ -5,6 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v curl >/dev/null 2>&1; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+	else
+		echo "the demo drives the service with curl, which is not installed"; exit 1
+	fi
+fi
+
 addr=${DEMO_HTTP:-127.0.0.1:18080}
 workdir=$(mktemp -d)
 log="$workdir/orders.log"
