@@ -175,6 +175,19 @@ func (f *CheckerFixture) TestAProbeAbandonedLaterDoesNotSeverTheNextProbesConnec
 	f.So(f.connector.closedCount(), should.Equal, closedBefore) // the new connection survived
 }
 
+func (f *CheckerFixture) TestSeveringAnOldConnectionLeavesTheCurrentOneAlone() {
+	old := &fakeConnection{connector: f.connector}
+	current := &fakeConnection{connector: f.connector}
+	f.checker.connection = current
+	f.checker.severIfCurrent(old)
+	f.So(f.checker.connection, should.Equal, current)
+	f.So(f.connector.closedCount(), should.Equal, 0)
+
+	f.checker.severIfCurrent(current)
+	f.So(f.checker.connection, should.BeNil)
+	f.So(f.connector.closedCount(), should.Equal, 1)
+}
+
 func (f *CheckerFixture) TestAWaitingCallerGivesUpWhenItsContextEnds() {
 	f.connector.block = true
 	f.connector.ignoreSever = true
