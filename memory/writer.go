@@ -33,21 +33,27 @@ func (w *writer) usableLocked() error {
 // dispatch with a reserved (x-acemq-) header or a value an AMQP table cannot
 // carry refuses the whole write before anything is published.
 func (w *writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
 	b := w.conn.broker
 	b.mu.Lock()
 	defer b.unlock()
-	if err := w.usableLocked(); err != nil {
-		return 0, err
-	}
-	messages, mandatory, err := b.messagesOf(dispatches)
+	messages, mandatory, err := w.acceptLocked(ctx, dispatches)
 	if err != nil {
 		return 0, err
 	}
 	b.sweepLocked()
 	return w.publishLocked(messages, mandatory)
+}
+
+// acceptLocked checks that a write may proceed and turns its dispatches into
+// messages (envelope defaults filled, headers checked); both writers start here.
+func (w *writer) acceptLocked(ctx context.Context, dispatches []messaging.Dispatch) ([]*message, []bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := w.usableLocked(); err != nil {
+		return nil, nil, err
+	}
+	return w.conn.broker.messagesOf(dispatches)
 }
 
 func (w *writer) publishLocked(messages []*message, mandatory []bool) (int, error) {
@@ -103,16 +109,10 @@ type commitWriter struct {
 // the next Commit and reports them all accepted; a dispatch with headers the
 // transport refuses refuses the whole write.
 func (w *commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
 	b := w.conn.broker
 	b.mu.Lock()
 	defer b.unlock()
-	if err := w.usableLocked(); err != nil {
-		return 0, err
-	}
-	messages, mandatory, err := b.messagesOf(dispatches)
+	messages, mandatory, err := w.acceptLocked(ctx, dispatches)
 	if err != nil {
 		return 0, err
 	}
