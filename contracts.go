@@ -156,6 +156,12 @@ type Dispatch struct {
 	Payload []byte
 	// Message is the value a serializer encodes into Payload.
 	Message any
+	// Verbatim marks a copy of a message that arrived (Delivery.Redispatch):
+	// an envelope value too long for its AMQP property (MessageID,
+	// CorrelationID, MessageType) travels in its x-acemq- header alone instead
+	// of being refused, so a foreign message with odd fields can always be set
+	// aside. Applications leave it false and get ErrWireLimit instead.
+	Verbatim bool
 }
 
 // Delivery is an inbound message: the envelope of a Dispatch plus where and how it

@@ -4,7 +4,8 @@ import "maps"
 
 // Redispatch returns a Dispatch that republishes this delivery's original bytes
 // and envelope (same id, correlation, type, headers, attempt) to the given queue
-// through the default exchange, mandatory and persistent. Settlement, retry and
+// through the default exchange, mandatory and persistent, and Verbatim: an
+// envelope value that arrived too long for an AMQP property stays in its header. Settlement, retry and
 // replay build on it so a set-aside copy is the message that arrived.
 func (d Delivery) Redispatch(queue string) Dispatch {
 	return Dispatch{
@@ -31,5 +32,6 @@ func (d Delivery) Redispatch(queue string) Dispatch {
 		Mandatory:       true,
 		Headers:         maps.Clone(d.Headers),
 		Payload:         d.Payload,
+		Verbatim:        true,
 	}
 }

@@ -125,3 +125,81 @@ func IsFatal(err error) bool {
 	var f fatalError
 	return errors.As(err, &f)
 }
+
+// ErrWireLimit reports a dispatch refused before anything was sent or stored
+// because one of its fields cannot travel on AMQP: a short string over 255
+// bytes, a header value of a type an AMQP table cannot carry, a header block
+// larger than a frame, or a payload over the broker's maximum message size.
+// Only that message is refused; the connection is never put at risk. The
+// error is a *FieldError that names the field and its limit.
+var ErrWireLimit = errors.New("messaging: the message does not fit the AMQP wire format")
+
+// FieldError names the field of a dispatch that broke a wire limit. errors.Is
+// matches it against ErrWireLimit.
+type FieldError struct {
+	// MessageID is the dispatch's id, shortened for display; may be empty.
+	MessageID string
+	// Field names the offending part: "MessageID", "RoutingKey", "header name",
+	// `header "x-trace"`, "Payload", ...
+	Field string
+	// Size is the field's size in bytes (0 when the problem is its type).
+	Size int
+	// Limit is the largest size the wire allows (0 when the problem is its type).
+	Limit int
+	// Problem, when set, replaces the size sentence (a type the wire cannot carry).
+	Problem string
+}
+
+// Error says which field, why, and what to do.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString("messaging: refused a message")
+	if e.MessageID != "" {
+		fmt.Fprintf(&b, " (id %q)", e.MessageID)
+	}
+	if e.Problem != "" {
+		fmt.Fprintf(&b, ": %s %s; nothing was sent or stored", e.Field, e.Problem)
+		return b.String()
+	}
+	fmt.Fprintf(&b, ": %s is %d bytes and AMQP carries at most %d; shorten it (nothing was sent or stored)", e.Field, e.Size, e.Limit)
+	return b.String()
+}
+
+// Is matches ErrWireLimit.
+func (e *FieldError) Is(target error) bool { return target == ErrWireLimit }
+
+// outageError marks a failure of a dependency rather than of a message.
+type outageError struct{ err error }
+
+func (o outageError) Error() string { return o.err.Error() }
+func (o outageError) Unwrap() error { return o.err }
+
+// Outage marks err as the failure of a dependency (the database or the broker
+// unreachable, a transaction that cannot begin or commit), not of the message
+// being handled. The retry and settlement decorators never spend a message's
+// budget on an outage and never dead-letter for one: they hold the messages
+// and back off until the dependency answers. Outage(nil) is nil.
+func Outage(err error) error {
+	if err == nil {
+		return nil
+	}
+	if IsOutage(err) {
+		return err
+	}
+	return outageError{err: err}
+}
+
+// IsOutage reports whether err was marked with Outage, or is recognisably a
+// dependency's failure: a refused, reset or timed-out network connection, a
+// bad driver connection, or one of this module's broker timeouts, lost
+// confirms and paused publishing. A Fatal mark wins over everything.
+func IsOutage(err error) bool {
+	if err == nil || IsFatal(err) {
+		return false
+	}
+	var o outageError
+	if errors.As(err, &o) {
+		return true
+	}
+	return isDependencyFailure(err)
+}
