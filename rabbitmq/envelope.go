@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // The envelope headers of the AceMQ wire contract. Every header under the reserved
@@ -118,15 +119,25 @@ func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string) (
 			ContentType:     d.ContentType,
 			ContentEncoding: d.ContentEncoding,
 			DeliveryMode:    mode,
-			CorrelationId:   correlation,
+			CorrelationId:   propertyOf(correlation),
 			ReplyTo:         d.ReplyTo,
 			Expiration:      expirationMillis(d.Expiration),
-			MessageId:       id,
+			MessageId:       propertyOf(id),
 			Timestamp:       timestamp,
-			Type:            d.MessageType,
+			Type:            propertyOf(d.MessageType),
 			Body:            d.Payload,
 		},
 	}, nil
+}
+
+// propertyOf is value when it fits an AMQP short-string property, else empty:
+// only a Verbatim copy passes the wire check with a longer id, correlation or
+// type, and its x-acemq- header carries the value whole.
+func propertyOf(value string) string {
+	if wire.FitsProperty(value) {
+		return value
+	}
+	return ""
 }
 
 func putString(headers amqp.Table, name, value string) {
