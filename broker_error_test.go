@@ -1,0 +1,66 @@
+package messaging
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+)
+
+func TestBrokerErrorFixture(t *testing.T) {
+	gunit.Run(new(BrokerErrorFixture), t)
+}
+
+type BrokerErrorFixture struct {
+	*gunit.Fixture
+}
+
+func (f *BrokerErrorFixture) TestEachCodeMatchesItsSentinelOnly() {
+	sentinels := []error{ErrNotFound, ErrPreconditionFailed, ErrAccessRefused, ErrResourceLocked, ErrUnroutable}
+	cases := map[int]error{
+		ReplyNotFound: ErrNotFound, ReplyPreconditionFailed: ErrPreconditionFailed,
+		ReplyAccessRefused: ErrAccessRefused, ReplyNotAllowed: ErrAccessRefused,
+		ReplyResourceLocked: ErrResourceLocked, ReplyNoRoute: ErrUnroutable,
+	}
+	for code, want := range cases {
+		err := fmt.Errorf("wrapped: %w", &BrokerError{Code: code, Text: "TEXT"})
+		for _, s := range sentinels {
+			f.So(errors.Is(err, s), should.Equal, s == want)
+		}
+	}
+	f.So(errors.Is(&BrokerError{Code: 320}, ErrNotFound), should.BeFalse)
+}
+
+func (f *BrokerErrorFixture) TestErrorCarriesTheBrokersWords() {
+	err := &BrokerError{Code: 404, Text: "NOT_FOUND - no queue 'x'", Op: `declare queue "x"`}
+	f.So(err.Error(), should.ContainSubstring, `declare queue "x"`)
+	f.So(err.Error(), should.ContainSubstring, "NOT_FOUND - no queue 'x'")
+}
+
+func (f *BrokerErrorFixture) TestRetryable() {
+	base := errors.New("store timed out")
+	f.So(Retryable(nil), should.BeNil)
+	f.So(IsRetryable(fmt.Errorf("x: %w", Retryable(base))), should.BeTrue)
+	f.So(errors.Is(Retryable(base), base), should.BeTrue)
+	f.So(IsRetryable(base), should.BeFalse)
+	f.So(IsRetryable(Fatal(Retryable(base))), should.BeFalse)
+}
+
+func (f *BrokerErrorFixture) TestOutage() {
+	base := errors.New("database is down")
+	f.So(Outage(nil), should.BeNil)
+	f.So(IsOutage(base), should.BeFalse)
+	f.So(IsOutage(fmt.Errorf("begin: %w", Outage(base))), should.BeTrue)
+	f.So(errors.Is(Outage(base), base), should.BeTrue)
+	f.So(IsOutage(ErrCommitTimeout), should.BeTrue)
+	f.So(IsOutage(Fatal(Outage(base))), should.BeFalse)
+	f.So(IsOutage(&FieldError{Field: "MessageID", Size: 300, Limit: 255}), should.BeFalse)
+}
+
+func (f *BrokerErrorFixture) TestFieldError() {
+	err := &FieldError{MessageID: "m-1", Field: "RoutingKey", Size: 300, Limit: 255}
+	f.So(errors.Is(fmt.Errorf("x: %w", err), ErrWireLimit), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "RoutingKey is 300 bytes and AMQP carries at most 255")
+}
