@@ -4,6 +4,11 @@
 // events (a failover, a rolling restart) are tolerated inside a window;
 // credential, permission and missing-exchange faults are reported at once
 // because they do not fix themselves.
+//
+// Report adds the service's other dependencies (Options.Check: a database
+// ping, a consumer waiting on an outage) to the broker probe, each bounded, in
+// a JSON-ready form; no error the package returns, logs or reports carries a
+// password of an address given to Options.Redact.
 package status
 
 import (
@@ -12,8 +17,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
 )
@@ -49,7 +52,7 @@ func (c *Checker) Status(ctx context.Context) error {
 		return ErrNoConnector
 	}
 	err := c.run(ctx)
-	return c.judge(err)
+	return c.redact(c.judge(err))
 }
 
 // Probe publishes one probe and returns its result as it is, outside the
@@ -58,7 +61,7 @@ func (c *Checker) Probe(ctx context.Context) error {
 	if c.config.connector == nil {
 		return ErrNoConnector
 	}
-	return c.run(ctx)
+	return c.redact(c.run(ctx))
 }
 
 func (c *Checker) run(ctx context.Context) error {
@@ -172,7 +175,7 @@ func (c *Checker) judge(err error) error {
 		c.failingSince = time.Time{}
 		return nil
 	}
-	if permanent(err) {
+	if Permanent(err) {
 		return err
 	}
 	now := c.config.now()
@@ -182,28 +185,10 @@ func (c *Checker) judge(err error) error {
 	failingFor := now.Sub(c.failingSince)
 	if failingFor < c.config.failureTolerance {
 		c.config.logger.Warn("Broker status probe failed; tolerating it inside the failure window.",
-			"error", err, "failing_for", failingFor, "window", c.config.failureTolerance)
+			"error", c.redact(err).Error(), "failing_for", failingFor, "window", c.config.failureTolerance)
 		return nil
 	}
 	return fmt.Errorf("status: probes have failed for %s (window %s): %w", failingFor.Round(time.Millisecond), c.config.failureTolerance, err)
-}
-
-// permanent reports the broker refusals that no wait will fix: ACCESS_REFUSED
-// (403, bad credentials or permissions), NOT_ALLOWED (530, missing vhost) and
-// NOT_FOUND (404, missing probe exchange).
-func permanent(err error) bool {
-	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) {
-		return true
-	}
-	var amqpErr *amqp.Error
-	if !errors.As(err, &amqpErr) {
-		return false
-	}
-	switch amqpErr.Code {
-	case amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound:
-		return true
-	}
-	return false
 }
 
 // Close releases the probe's connection.

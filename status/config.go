@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -15,6 +16,14 @@ type configuration struct {
 	severTimeout     time.Duration
 	logger           *slog.Logger
 	now              func() time.Time
+	checks           []namedCheck
+	checkTimeout     time.Duration
+	secrets          []string
+}
+
+type namedCheck struct {
+	name  string
+	check func(context.Context) error
 }
 
 type option func(*configuration)
@@ -63,6 +72,31 @@ func (singleton) Now(value func() time.Time) option {
 	return func(c *configuration) { c.now = value }
 }
 
+// Check adds a dependency to Report under name: check returns nil when the
+// dependency answers (for a database, a ping), and must honour its context,
+// which ends after CheckTimeout. A failing check fails the report at once.
+func (singleton) Check(name string, check func(ctx context.Context) error) option {
+	return func(c *configuration) {
+		if check != nil {
+			c.checks = append(c.checks, namedCheck{name: name, check: check})
+		}
+	}
+}
+
+// CheckTimeout bounds each check of Report, the broker probe included; default
+// 5 s. Zero or negative means the default.
+func (singleton) CheckTimeout(value time.Duration) option {
+	return func(c *configuration) { c.checkTimeout = value }
+}
+
+// Redact names addresses (the broker's, a database DSN) whose passwords must
+// never appear in what the checker returns, logs or reports; each is masked as
+// given and percent-decoded, with internal/redact, which does not need the
+// address to parse.
+func (singleton) Redact(addresses ...string) option {
+	return func(c *configuration) { c.secrets = append(c.secrets, secretForms(addresses)...) }
+}
+
 func newConfiguration(options []option) configuration {
 	c := configuration{}
 	for _, option := range options {
@@ -82,6 +116,9 @@ func newConfiguration(options []option) configuration {
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
+	}
+	if c.checkTimeout <= 0 {
+		c.checkTimeout = 5 * time.Second
 	}
 	if c.now == nil {
 		c.now = time.Now

@@ -1,0 +1,164 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging/internal/redact"
+)
+
+// Dependency names in a Report.
+const (
+	// BrokerCheck is the name of the broker probe in a Report.
+	BrokerCheck = "broker"
+)
+
+// Report is what a /status endpoint serves: the broker probe (through the
+// tolerance window) and every check added with Options.Check, each bounded by
+// Options.CheckTimeout. Its JSON form is
+//
+//	{"status":"failing","checks":[{"name":"broker","status":"ok"},{"name":"database","status":"failing","error":"..."}]}
+//
+// and no error in it carries a password of an address given to Options.Redact.
+type Report struct {
+	Status string        `json:"status"` // "ok" when every check passed, else "failing"
+	Checks []CheckResult `json:"checks"`
+}
+
+// CheckResult is one dependency's part of a Report.
+type CheckResult struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // "ok" or "failing"
+	Error  string `json:"error,omitempty"`
+}
+
+// Healthy reports whether every check passed.
+func (r Report) Healthy() bool { return r.Status == "ok" }
+
+// Report runs the broker probe (as Status does, with its tolerance window) and
+// every check added with Options.Check, concurrently, each bounded by
+// Options.CheckTimeout (and by ctx), and returns them in the order they were
+// configured, the broker first. A check that fails, or does not return within
+// its bound, makes the report failing at once: checks have no tolerance window.
+func (c *Checker) Report(ctx context.Context) Report {
+	names := append([]string{BrokerCheck}, make([]string, len(c.config.checks))...)
+	funcs := make([]func(context.Context) error, 0, len(names))
+	funcs = append(funcs, c.Status)
+	for i, check := range c.config.checks {
+		names[i+1] = check.name
+		funcs = append(funcs, check.check)
+	}
+
+	results := make([]CheckResult, len(names))
+	var wg sync.WaitGroup
+	for i := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = CheckResult{Name: names[i], Status: "ok"}
+			if err := c.bounded(ctx, funcs[i]); err != nil {
+				results[i].Status = "failing"
+				results[i].Error = c.redact(err).Error()
+			}
+		}()
+	}
+	wg.Wait()
+
+	report := Report{Status: "ok", Checks: results}
+	for _, result := range results {
+		if result.Status != "ok" {
+			report.Status = "failing"
+		}
+	}
+	return report
+}
+
+// bounded runs check with ctx limited to the check timeout, and returns when
+// the timeout passes even if check ignores its context (that check's goroutine
+// ends when check does; a check must honour its context to not pile up).
+func (c *Checker) bounded(ctx context.Context, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.config.checkTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- check(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// Give a check that honours its context the chance to say why.
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+			return nil
+		default:
+			return fmt.Errorf("did not answer within %s: %w", c.config.checkTimeout, ctx.Err())
+		}
+	}
+}
+
+// Permanent reports whether err is a broker refusal that no wait will fix, so a
+// service starting up can stop with it instead of retrying for ever:
+// ACCESS_REFUSED (403: bad credentials or permissions), NOT_ALLOWED (530: a
+// missing vhost or no access to it) and NOT_FOUND (404), including the
+// handshake's amqp.ErrCredentials and amqp.ErrVhost. It classifies on the
+// error chain, never on text.
+func Permanent(err error) bool {
+	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) {
+		return true
+	}
+	var amqpErr *amqp.Error
+	if !errors.As(err, &amqpErr) {
+		return false
+	}
+	switch amqpErr.Code {
+	case amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound:
+		return true
+	}
+	return false
+}
+
+// redactedError carries an error's text with passwords masked while keeping the
+// original in the chain for errors.Is and errors.As.
+type redactedError struct {
+	text string
+	err  error
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact masks in err's text the password of every address given to
+// Options.Redact, in the form given and percent-decoded.
+func (c *Checker) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := redact.Text(err.Error(), c.config.secrets...)
+	if text == err.Error() {
+		return err
+	}
+	return &redactedError{text: text, err: err}
+}
+
+// secretForms returns each address as given and, where it differs, with its
+// percent-encoding undone: a password given as p%23ss is masked as p#ss too.
+func secretForms(addresses []string) []string {
+	var forms []string
+	for _, address := range addresses {
+		if address == "" {
+			continue
+		}
+		forms = append(forms, address)
+		if decoded, err := url.PathUnescape(address); err == nil && decoded != address {
+			forms = append(forms, decoded)
+		}
+	}
+	return forms
+}
