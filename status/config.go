@@ -94,7 +94,7 @@ func (singleton) CheckTimeout(value time.Duration) option {
 // given and percent-decoded, with internal/redact, which does not need the
 // address to parse.
 func (singleton) Redact(addresses ...string) option {
-	return func(c *configuration) { c.secrets = append(c.secrets, secretForms(addresses)...) }
+	return func(c *configuration) { c.secrets = append(c.secrets, addresses...) }
 }
 
 func newConfiguration(options []option) configuration {

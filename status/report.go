@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -135,7 +134,7 @@ func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
 // redact masks in err's text the password of every address given to
-// Options.Redact, in the form given and percent-decoded.
+// Options.Redact (internal/redact masks it as given and percent-decoded).
 func (c *Checker) redact(err error) error {
 	if err == nil {
 		return nil
@@ -145,20 +144,4 @@ func (c *Checker) redact(err error) error {
 		return err
 	}
 	return &redactedError{text: text, err: err}
-}
-
-// secretForms returns each address as given and, where it differs, with its
-// percent-encoding undone: a password given as p%23ss is masked as p#ss too.
-func secretForms(addresses []string) []string {
-	var forms []string
-	for _, address := range addresses {
-		if address == "" {
-			continue
-		}
-		forms = append(forms, address)
-		if decoded, err := url.PathUnescape(address); err == nil && decoded != address {
-			forms = append(forms, decoded)
-		}
-	}
-	return forms
 }

@@ -5,6 +5,7 @@
 package redact
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -41,8 +42,9 @@ func Address(addr string) string {
 }
 
 // Text returns text with every occurrence of each address's password masked
-// and every address itself redacted, for an error or log line that may quote
-// an address (a parse error, a dial error) in whole or in part.
+// (as given and percent-decoded) and every address itself redacted, for an
+// error or log line that may quote an address (a parse error, a dial error) in
+// whole or in part.
 func Text(text string, addrs ...string) string {
 	for _, addr := range addrs {
 		if addr == "" {
@@ -50,6 +52,11 @@ func Text(text string, addrs ...string) string {
 		}
 		if secret := Password(addr); secret != "" {
 			text = strings.ReplaceAll(text, secret, Mask)
+			// A URI carries a password percent-encoded (p%23ss for p#ss); a
+			// client that decoded it may quote it decoded.
+			if decoded, err := url.PathUnescape(secret); err == nil && decoded != secret {
+				text = strings.ReplaceAll(text, decoded, Mask)
+			}
 		}
 		text = strings.ReplaceAll(text, addr, Address(addr))
 	}
