@@ -14,22 +14,39 @@ func (c configuration) delay(attempt int) time.Duration {
 	if c.maxBackoff <= 0 {
 		return c.backoff
 	}
-	if c.backoff >= c.maxBackoff {
-		return c.maxBackoff
+	return doubled(c.backoff, c.maxBackoff, attempt)
+}
+
+// doubled is base*2^(n-1) capped at ceiling (> 0), without overflow.
+func doubled(base, ceiling time.Duration, n int) time.Duration {
+	if base >= ceiling {
+		return ceiling
 	}
-	if attempt <= 1 {
-		return c.backoff
+	if n <= 1 {
+		return base
 	}
-	shift := attempt - 1
-	if shift >= 62 || c.backoff > c.maxBackoff>>uint(shift) {
-		return c.maxBackoff
+	shift := n - 1
+	if shift >= 62 || base > ceiling>>uint(shift) {
+		return ceiling
 	}
-	return c.backoff << uint(shift)
+	return base << uint(shift)
+}
+
+// outageDelay returns the wait after the given consecutive outage failure (1
+// for the first), before jitter: Backoff doubled each time, capped at
+// MaxOutageBackoff whatever MaxBackoff says.
+func (c configuration) outageDelay(try int) time.Duration {
+	return doubled(c.backoff, c.maxOutage, try)
 }
 
 // jittered spreads base by ±jitter using random r in [0, 1), then clamps the
 // result to [0, ceiling], where ceiling is MaxBackoff when set.
 func (c configuration) jittered(base time.Duration, r float64) time.Duration {
+	return c.spread(base, r, c.maxBackoff)
+}
+
+// spread is jittered with the given ceiling (none when ceiling <= 0).
+func (c configuration) spread(base time.Duration, r float64, maxBackoff time.Duration) time.Duration {
 	if c.jitter <= 0 || base <= 0 {
 		return base
 	}
@@ -41,15 +58,15 @@ func (c configuration) jittered(base time.Duration, r float64) time.Duration {
 	}
 	value := float64(base) * (1 + c.jitter*(2*r-1))
 	ceiling := float64(math.MaxInt64)
-	if c.maxBackoff > 0 {
-		ceiling = float64(c.maxBackoff)
+	if maxBackoff > 0 {
+		ceiling = float64(maxBackoff)
 	}
 	switch {
 	case value <= 0:
 		return 0
 	case value >= ceiling:
-		if c.maxBackoff > 0 {
-			return c.maxBackoff
+		if maxBackoff > 0 {
+			return maxBackoff
 		}
 		return time.Duration(math.MaxInt64)
 	default:
@@ -60,6 +77,12 @@ func (c configuration) jittered(base time.Duration, r float64) time.Duration {
 // wait returns the jittered wait after the given failed attempt.
 func (c configuration) wait(attempt int) time.Duration {
 	return c.jittered(c.delay(attempt), c.random())
+}
+
+// outageWait returns the jittered wait after the given consecutive outage
+// failure; it never exceeds MaxOutageBackoff.
+func (c configuration) outageWait(try int) time.Duration {
+	return c.spread(c.outageDelay(try), c.random(), c.maxOutage)
 }
 
 func defaultRandom() float64 { return rand.Float64() }

@@ -14,6 +14,9 @@ const (
 	// DefaultMaxAttempts is effectively unlimited: a handler is retried until it
 	// succeeds, panics with a fatal error, or its context ends.
 	DefaultMaxAttempts = math.MaxInt
+	// DefaultMaxOutageBackoff caps the wait between tries while a dependency
+	// is down (messaging.IsOutage).
+	DefaultMaxOutageBackoff = 30 * time.Second
 )
 
 // Sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
@@ -32,6 +35,7 @@ type configuration struct {
 	maxBackoff  time.Duration
 	jitter      float64
 	maxAttempts int
+	maxOutage   time.Duration
 	immediate   []any
 	logStack    bool
 	logger      *slog.Logger
@@ -55,6 +59,9 @@ func newConfiguration(options []option) configuration {
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = DefaultMaxAttempts
+	}
+	if c.maxOutage <= 0 {
+		c.maxOutage = DefaultMaxOutageBackoff
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -105,6 +112,17 @@ func (singleton) JitterFactor(factor float64) option {
 // negative means effectively unlimited.
 func (singleton) MaxAttempts(n int) option {
 	return func(c *configuration) { c.maxAttempts = n }
+}
+
+// MaxOutageBackoff caps the wait between tries while the failure is a
+// dependency's (messaging.IsOutage: the database or broker unreachable, a
+// transaction that cannot begin or commit, a refused or reset connection, a
+// timeout). Such tries count no attempt: the batch is held, and tried again
+// after Backoff doubled each time up to this cap (default 30 s; zero or
+// negative means the default), until the dependency answers, the failure
+// becomes the message's own, or the context ends.
+func (singleton) MaxOutageBackoff(d time.Duration) option {
+	return func(c *configuration) { c.maxOutage = d }
 }
 
 // ImmediateRetry names panic values that retry at once, without waiting: a value

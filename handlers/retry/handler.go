@@ -34,20 +34,36 @@ type handler struct {
 // MaxAttempts, at once when the value is an error marked with messaging.Fatal,
 // and when ctx ends while waiting (then with an error wrapping ctx.Err() and the
 // last failure). The handler is never run again once ctx has ended.
+//
+// A failure that is a dependency's, not the batch's (an error for which
+// messaging.IsOutage is true), spends no attempt: the batch is held and tried
+// again after a capped backoff (Options.MaxOutageBackoff) for as long as the
+// outage lasts, reported once to the Monitor and by one WARN line, so an
+// outage never exhausts a message's budget and never leads to dead-lettering.
+// Only cancellation of ctx ends such a wait early.
 func New(inner messaging.Handler, options ...option) messaging.Handler {
 	return &handler{inner: inner, config: newConfiguration(options)}
 }
 
 // Handle runs the batch until it succeeds or retrying gives up.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
-	for attempt := 1; ; attempt++ {
+	held := &hold{handler: h, ctx: ctx, count: len(messages)}
+	defer held.end()
+	for attempt := 1; ; {
 		failed, value, stack := h.try(ctx, messages)
 		if !failed {
+			held.end()
 			h.config.monitor.HandleAttempted(attempt, nil)
 			return
 		}
+		if err, outage := outageOf(value); outage {
+			if waitErr := held.wait(err); waitErr != nil {
+				panic(stoppedWaiting(waitErr, err))
+			}
+			continue
+		}
+		held.end()
 		h.config.monitor.HandleAttempted(attempt, value)
-
 		if isFatal(value) {
 			h.log(ctx, "Handler failed with a fatal error; not retrying.", attempt, value, stack, 0)
 			panic(value)
@@ -56,7 +72,6 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.maxAttempts), attempt, value, stack, 0)
 			panic(value)
 		}
-
 		var wait time.Duration
 		if !h.immediate(value) {
 			wait = h.config.wait(attempt)
@@ -68,6 +83,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		if err := ctx.Err(); err != nil {
 			panic(stopped(attempt, err, value))
 		}
+		attempt++
 	}
 }
 
@@ -141,4 +157,11 @@ func stopped(attempt int, ctxErr error, last any) error {
 		return fmt.Errorf("retry: stopped after attempt %d because the context ended (%w); the last failure was: %w", attempt, ctxErr, err)
 	}
 	return fmt.Errorf("retry: stopped after attempt %d because the context ended (%w); the last failure was: %v", attempt, ctxErr, last)
+}
+
+// stoppedWaiting is the panic value when the context ends during an outage
+// wait; it keeps the outage's mark, so outer decorators do not set the batch
+// aside.
+func stoppedWaiting(ctxErr, last error) error {
+	return fmt.Errorf("retry: stopped waiting on an outage because the context ended (%w); the last failure was: %w", ctxErr, last)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/outage"
 )
 
 func TestHandlerFixture(t *testing.T) {
@@ -30,6 +31,7 @@ type HandlerFixture struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	messages []any
+	listener *fakeListener
 }
 
 func (f *HandlerFixture) Setup() {
@@ -37,7 +39,8 @@ func (f *HandlerFixture) Setup() {
 	f.sleeper = &fakeSleeper{}
 	f.monitor = &fakeMonitor{}
 	f.logs = &bytes.Buffer{}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.listener = &fakeListener{}
+	f.ctx, f.cancel = context.WithCancel(outage.With(context.Background(), f.listener))
 	f.messages = []any{1, 2, 3}
 	f.options = []option{
 		Options.Backoff(time.Second),
@@ -262,7 +265,13 @@ func (s *fakeSleeper) Sleep(ctx context.Context, d time.Duration) error {
 type fakeMonitor struct {
 	attempts []int
 	results  []any
+	outages  []string
 }
+
+func (m *fakeMonitor) OutageStarted(cause error) {
+	m.outages = append(m.outages, "started: "+cause.Error())
+}
+func (m *fakeMonitor) OutageEnded(waited time.Duration) { m.outages = append(m.outages, "ended") }
 
 func (m *fakeMonitor) HandleAttempted(attempt int, result any) {
 	m.attempts = append(m.attempts, attempt)

@@ -99,6 +99,13 @@ func (r retryMonitor) HandleAttempted(_ int, value any) {
 	r.m.handleAttempts.WithLabelValues("failure").Inc()
 }
 
+// OutageStarted records nothing: the streaming monitor's
+// consumer_outage_waiting gauge reports outage waits per stream.
+func (retryMonitor) OutageStarted(error) {}
+
+// OutageEnded records nothing; see OutageStarted.
+func (retryMonitor) OutageEnded(time.Duration) {}
+
 type transactionMonitor struct{ m *Metrics }
 
 func (t transactionMonitor) TransactionStarted(err error) {

@@ -1,0 +1,66 @@
+package retry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/outage"
+)
+
+// outageOf reports whether a panic value is a dependency's failure.
+func outageOf(value any) (error, bool) {
+	err, ok := value.(error)
+	if !ok || !messaging.IsOutage(err) {
+		return nil, false
+	}
+	return err, true
+}
+
+// hold is one Handle's wait through an outage: it counts the consecutive
+// outage failures, tells the monitor, the log and the runtime (through the
+// context's outage listener) once when the wait starts and once when it ends.
+type hold struct {
+	handler *handler
+	ctx     context.Context
+	count   int
+	tries   int
+	since   time.Time
+}
+
+// wait records an outage failure and sleeps the capped backoff; it returns
+// the context's error when the context ended first.
+func (w *hold) wait(cause error) error {
+	c := w.handler.config
+	w.tries++
+	wait := c.outageWait(w.tries)
+	if w.tries == 1 {
+		w.since = time.Now()
+		c.monitor.OutageStarted(cause)
+		c.logger.LogAttrs(w.ctx, slog.LevelWarn,
+			fmt.Sprintf("Handler is waiting on an outage [%v]; holding [%d] message(s) and trying again in [%s], without counting attempts, until the dependency answers.", cause, w.count, wait),
+			slog.Int("count", w.count), slog.Duration("wait", wait), slog.Any("error", cause))
+	} else {
+		c.logger.LogAttrs(w.ctx, slog.LevelDebug, fmt.Sprintf("Still waiting on an outage [%v]; trying again in [%s].", cause, wait),
+			slog.Int("tries", w.tries), slog.Duration("wait", wait), slog.Any("error", cause))
+	}
+	outage.From(w.ctx).Waiting(cause, wait)
+	return c.sleep(w.ctx, wait)
+}
+
+// end closes the wait, if one is open.
+func (w *hold) end() {
+	if w.tries == 0 {
+		return
+	}
+	waited := time.Since(w.since)
+	tries := w.tries
+	w.tries = 0
+	c := w.handler.config
+	outage.From(w.ctx).Resumed()
+	c.monitor.OutageEnded(waited)
+	c.logger.LogAttrs(w.ctx, slog.LevelInfo, fmt.Sprintf("Handler stopped waiting on an outage after [%s] and [%d] tries.", waited.Round(time.Millisecond), tries),
+		slog.Duration("waited", waited), slog.Int("tries", tries))
+}
