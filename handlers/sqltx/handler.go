@@ -14,6 +14,7 @@ import (
 	"log/slog"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/dbfault"
 )
 
 type handler struct {
@@ -27,6 +28,15 @@ type handler struct {
 // or the commit fails, it panics with an error wrapping the cause; when the
 // handler panics, it rolls back and re-panics with the same value. The handler
 // must not commit or roll back the *sql.Tx itself. It is safe for concurrent use.
+//
+// A transaction that cannot begin or commit is the database's failure, not the
+// batch's: that panic is marked with messaging.Outage (unless the context had
+// ended), so an outer handlers/retry holds the batch without spending its
+// budget and handlers/deadletter never sets it aside. A handler's panic with an
+// error that says the connection was lost (go-sql-driver's
+// mysql.ErrInvalidConn, a server shutdown, a PostgreSQL connection exception)
+// is marked the same way; errors.Is and errors.As still see the handler's error
+// through the mark.
 func New(db *sql.DB, factory func(*sql.Tx) messaging.Handler, options ...option) messaging.Handler {
 	return &handler{db: db, factory: factory, config: newConfiguration(options)}
 }
@@ -36,12 +46,12 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	tx, err := h.db.BeginTx(ctx, &sql.TxOptions{Isolation: h.config.isolation})
 	h.config.monitor.TransactionStarted(err)
 	if err != nil {
-		panic(fmt.Errorf("sqltx: begin a transaction: %w; is the database reachable?", err))
+		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("sqltx: begin a transaction: %w; is the database reachable?", err)))
 	}
 
 	if failed, value := h.run(ctx, tx, messages); failed {
 		h.rollback(ctx, tx)
-		panic(value)
+		panic(dbfault.MarkPanic(value))
 	}
 
 	// A failed Commit ends the transaction (database/sql rolls it back), so there
@@ -49,7 +59,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	err = tx.Commit()
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
-		panic(fmt.Errorf("sqltx: commit the transaction of %d message(s): %w; it was rolled back and the batch will run again", len(messages), err))
+		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("sqltx: commit the transaction of %d message(s): %w; it was rolled back and the batch will run again", len(messages), err)))
 	}
 }
 

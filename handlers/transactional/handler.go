@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/dbfault"
 )
 
 // State is what the factory receives for one batch.
@@ -53,6 +54,16 @@ type Handler struct {
 // connection so the next batch redials, and panics with an error wrapping the
 // cause.
 //
+// A transaction that cannot begin or commit is the dependency's failure, not
+// the batch's: that panic is marked with messaging.Outage (unless the cause is
+// the message's own: messaging.ErrWireLimit, messaging.ErrUnroutable, an error
+// marked messaging.Fatal; or the context had ended), so an outer
+// handlers/retry holds the batch without spending its budget and
+// handlers/deadletter never sets it aside. A handler's panic with an error that
+// says the database connection was lost (go-sql-driver's mysql.ErrInvalidConn,
+// a server shutdown, a PostgreSQL connection exception) is marked the same way;
+// errors.Is and errors.As still see the handler's error through the mark.
+//
 // The returned value also implements io.Closer, which closes the kept
 // connection; closing the connector does the same.
 func New(connector messaging.Connector, factory func(State) messaging.Handler, options ...option) messaging.Handler {
@@ -69,7 +80,7 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 	h.config.monitor.TransactionStarted(err)
 	if err != nil {
 		h.discard(connection)
-		panic(err)
+		panic(dbfault.Unavailable(ctx.Err(), err))
 	}
 
 	state := State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}
@@ -78,14 +89,14 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 		// worker, and closing it would roll back or fail their batches too.
 		h.rollback(ctx, writer)
 		h.closeWriter(ctx, writer)
-		panic(value)
+		panic(dbfault.MarkPanic(value))
 	}
 
 	err = writer.Commit()
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
 		h.abandon(ctx, connection, writer)
-		panic(fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err))
+		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err)))
 	}
 	h.closeWriter(ctx, writer)
 }
