@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -17,20 +18,33 @@ import (
 	"github.com/warrenmq/messaging/status"
 )
 
+// storeTimeout bounds storing one order; the server's write timeout is longer.
+const storeTimeout = 10 * time.Second
+
+// unavailable is all a client learns of a database failure: the details go to
+// the log, where the operator needs them.
+const unavailable = "the order service cannot reach its database just now; try again shortly (send an Idempotency-Key to retry safely)"
+
+// errKeyReused reports an Idempotency-Key already used for a different order.
+var errKeyReused = errors.New("the Idempotency-Key was already used for a different order")
+
 // ordersAPI is the HTTP face of the service.
 type ordersAPI struct {
 	db       *sql.DB
 	outbox   messaging.Connection
 	checker  *status.Checker
 	registry *prom.Registry
+	logger   *slog.Logger
+	maxBody  int64
 }
 
-func newOrdersAPI(ctx context.Context, db *sql.DB, outbox messaging.Connector, checker *status.Checker, registry *prom.Registry) (*ordersAPI, error) {
+func newOrdersAPI(ctx context.Context, db *sql.DB, outbox messaging.Connector, checker *status.Checker,
+	registry *prom.Registry, logger *slog.Logger, maxBody int64) (*ordersAPI, error) {
 	connection, err := outbox.Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open the outbox: %w", err)
 	}
-	return &ordersAPI{db: db, outbox: connection, checker: checker, registry: registry}, nil
+	return &ordersAPI{db: db, outbox: connection, checker: checker, registry: registry, logger: logger, maxBody: maxBody}, nil
 }
 
 func (a *ordersAPI) close() { _ = a.outbox.Close() }
@@ -44,11 +58,6 @@ func (a *ordersAPI) routes() http.Handler {
 	return mux
 }
 
-type placeOrderRequest struct {
-	Item     string `json:"item"`
-	Quantity int    `json:"quantity"`
-}
-
 type orderView struct {
 	ID        string     `json:"id"`
 	Item      string     `json:"item,omitempty"`
@@ -59,82 +68,137 @@ type orderView struct {
 }
 
 // placeOrder stores the order and its order-placed message in one transaction.
+// With an Idempotency-Key the key is stored in that transaction too, so a
+// retry finds the first order whether or not its response arrived: 201 for the
+// order created, 200 (and Idempotent-Replayed: true) for a retry.
 func (a *ordersAPI) placeOrder(w http.ResponseWriter, r *http.Request) {
-	var req placeOrderRequest
-	decoder := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	if err := decoder.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "the body must be JSON like {\"item\":\"book\",\"quantity\":1}: "+err.Error())
+	key, problem := idempotencyKey(r.Header)
+	if problem != nil {
+		writeProblem(w, problem)
 		return
 	}
-	req.Item = strings.TrimSpace(req.Item)
-	if req.Item == "" || req.Quantity <= 0 {
-		writeError(w, http.StatusBadRequest, "item must be non-empty and quantity positive")
+	request, problem := decodeOrder(http.MaxBytesReader(w, r.Body, a.maxBody), a.maxBody)
+	if problem != nil {
+		writeProblem(w, problem)
 		return
 	}
-	order := OrderPlaced{OrderID: messaging.NewID(), Item: req.Item, Quantity: req.Quantity}
-	if err := a.store(r.Context(), order); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
+	order := OrderPlaced{OrderID: messaging.NewID(), Item: request.Item, Quantity: request.Quantity}
+	view, replayed, err := a.store(r.Context(), key, order)
+	switch {
+	case errors.Is(err, errKeyReused):
+		writeProblem(w, &requestError{status: http.StatusUnprocessableEntity, field: idempotencyHeader,
+			message: errKeyReused.Error() + "; use a new key for a new order"})
+	case err != nil:
+		a.logger.Error("orders: could not store an order", "error", err)
+		writeError(w, http.StatusServiceUnavailable, unavailable)
+	case replayed:
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, view)
+	default:
+		writeJSON(w, http.StatusCreated, view)
 	}
-	writeJSON(w, http.StatusCreated, orderView{ID: order.OrderID, Item: order.Item, Quantity: order.Quantity, Status: "placed"})
 }
 
-func (a *ordersAPI) store(ctx context.Context, order OrderPlaced) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// store writes the order, with its key when there is one; when the key is
+// already stored, it returns the order stored with it instead (replayed).
+func (a *ordersAPI) store(ctx context.Context, key string, order OrderPlaced) (orderView, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	ctx, slot := messaging.WithTransactionSlot(ctx)
 	writer, err := a.outbox.CommitWriter(ctx)
 	if err != nil {
-		return fmt.Errorf("begin the order transaction: %w", err)
+		return orderView{}, false, fmt.Errorf("begin the order transaction: %w", err)
 	}
 	defer writer.Close()
+	placedAt := time.Now().UTC().Truncate(time.Millisecond)
+	if key != "" {
+		// A concurrent request with the same key waits here on the key's row
+		// lock, then finds the key stored (1062) once the first commits.
+		_, err := slot.Tx.ExecContext(ctx,
+			"INSERT INTO order_requests (idempotency_key, order_id, created_at) VALUES (?, ?, ?)",
+			key, order.OrderID, placedAt)
+		var mysqlErr *mysql.MySQLError
+		if errors.As(err, &mysqlErr) && mysqlErr.Number == mysqlDuplicateKey {
+			_ = writer.Rollback()
+			return a.replay(ctx, key, order)
+		}
+		if err != nil {
+			_ = writer.Rollback()
+			return orderView{}, false, fmt.Errorf("store the idempotency key: %w", err)
+		}
+	}
 	if _, err := slot.Tx.ExecContext(ctx,
 		"INSERT INTO orders (id, item, quantity, status, placed_at) VALUES (?, ?, ?, 'placed', ?)",
-		order.OrderID, order.Item, order.Quantity, time.Now().UTC()); err != nil {
+		order.OrderID, order.Item, order.Quantity, placedAt); err != nil {
 		_ = writer.Rollback()
-		return fmt.Errorf("store the order: %w", err)
+		return orderView{}, false, fmt.Errorf("store the order: %w", err)
 	}
 	if _, err := writer.Write(ctx, messaging.Dispatch{Message: order}); err != nil {
 		_ = writer.Rollback()
-		return fmt.Errorf("queue order-placed: %w", err)
+		return orderView{}, false, fmt.Errorf("queue order-placed: %w", err)
 	}
 	if err := writer.Commit(); err != nil {
-		return fmt.Errorf("commit the order: %w", err)
+		return orderView{}, false, fmt.Errorf("commit the order: %w", err)
 	}
-	return nil
+	return orderView{ID: order.OrderID, Item: order.Item, Quantity: order.Quantity, Status: "placed", PlacedAt: &placedAt}, false, nil
 }
 
-func (a *ordersAPI) getOrder(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	view := orderView{ID: id}
+// replay returns the order stored with key, provided it is the same order.
+func (a *ordersAPI) replay(ctx context.Context, key string, order OrderPlaced) (orderView, bool, error) {
+	view, err := a.readOrder(ctx,
+		"SELECT o.id, o.item, o.quantity, o.status, o.placed_at, o.shipped_at FROM order_requests r JOIN orders o ON o.id = r.order_id WHERE r.idempotency_key = ?",
+		key)
+	if err != nil {
+		return orderView{}, false, fmt.Errorf("read the order stored with an idempotency key: %w", err)
+	}
+	if view.Item != order.Item || view.Quantity != order.Quantity {
+		return orderView{}, false, errKeyReused
+	}
+	return view, true, nil
+}
+
+func (a *ordersAPI) readOrder(ctx context.Context, query string, arg string) (orderView, error) {
+	var view orderView
 	var placed time.Time
 	var shipped sql.NullTime
-	err := a.db.QueryRowContext(r.Context(),
-		"SELECT item, quantity, status, placed_at, shipped_at FROM orders WHERE id = ?", id).
-		Scan(&view.Item, &view.Quantity, &view.Status, &placed, &shipped)
-	if errors.Is(err, sql.ErrNoRows) {
-		writeError(w, http.StatusNotFound, "no order "+id)
-		return
-	}
+	err := a.db.QueryRowContext(ctx, query, arg).
+		Scan(&view.ID, &view.Item, &view.Quantity, &view.Status, &placed, &shipped)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, "read the order: "+err.Error())
-		return
+		return orderView{}, err
 	}
 	view.PlacedAt = &placed
 	if shipped.Valid {
 		view.ShippedAt = &shipped.Time
 	}
+	return view, nil
+}
+
+func (a *ordersAPI) getOrder(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+	defer cancel()
+	view, err := a.readOrder(ctx, "SELECT id, item, quantity, status, placed_at, shipped_at FROM orders WHERE id = ?", id)
+	if errors.Is(err, sql.ErrNoRows) {
+		writeError(w, http.StatusNotFound, "no order with this id")
+		return
+	}
+	if err != nil {
+		a.logger.Error("orders: could not read an order", "error", err)
+		writeError(w, http.StatusServiceUnavailable, unavailable)
+		return
+	}
 	writeJSON(w, http.StatusOK, view)
 }
 
+// status serves the checker's report: 200 when the broker, the database and
+// the consumer answer, else 503; the JSON says which failed and why.
 func (a *ordersAPI) status(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	defer cancel()
-	if err := a.checker.Status(ctx); err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "failing", "error": err.Error()})
-		return
+	report := a.checker.Report(r.Context())
+	code := http.StatusOK
+	if !report.Healthy() {
+		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, code, report)
 }
 
 func writeJSON(w http.ResponseWriter, code int, value any) {
@@ -145,4 +209,12 @@ func writeJSON(w http.ResponseWriter, code int, value any) {
 
 func writeError(w http.ResponseWriter, code int, message string) {
 	writeJSON(w, code, map[string]string{"error": message})
+}
+
+func writeProblem(w http.ResponseWriter, problem *requestError) {
+	body := map[string]string{"error": problem.message}
+	if problem.field != "" {
+		body["field"] = problem.field
+	}
+	writeJSON(w, problem.status, body)
 }

@@ -3,9 +3,15 @@
 // -> retry -> settlement -> streaming) and runs it behind a small HTTP API.
 //
 //	POST /orders        {"item":"book","quantity":1} -> 201 {"id":"...","status":"placed"}
+//	                    with Idempotency-Key: a retry returns the first order (200)
 //	GET  /orders/{id}   -> {"id":"...","status":"placed"|"shipped",...}
-//	GET  /status        the broker health probe (200 or 503)
+//	GET  /status        broker, database and consumer health (200 or 503, JSON)
 //	GET  /metrics       Prometheus metrics
+//
+// Bad input gets a 400 naming the field; database errors are logged, never
+// sent to the client. A fault at start that no retry fixes (a malformed
+// address, bad credentials, a missing vhost or database) stops the service
+// with what to do; no output ever carries a password of -amqp or -dsn.
 //
 // Placing an order writes the order row and an order-placed message in one SQL
 // transaction through the outbox. A consumer handles order-placed inside a
@@ -22,11 +28,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"reflect"
-	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +43,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/handlers/transactional"
+	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/serialization"
@@ -74,6 +79,53 @@ type settings struct {
 	http string
 	// ready, when set, receives the listening address once the service serves.
 	ready chan<- string
+	// server bounds the HTTP edge; zero fields take the defaults.
+	server serverLimits
+}
+
+// serverLimits bounds what one HTTP client can hold: a client that sends its
+// headers or body slowly, or keeps an idle connection, is dropped after these.
+type serverLimits struct {
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration // the whole request, body included
+	writeTimeout      time.Duration // from the end of the headers to the end of the response
+	idleTimeout       time.Duration
+	maxHeaderBytes    int
+	maxBodyBytes      int64
+}
+
+// withDefaults fills zero or negative fields. The write timeout is longer than
+// the 10 s an order may take to store, so a slow database gets a 503, not a
+// dropped connection.
+func (l serverLimits) withDefaults() serverLimits {
+	set := func(value *time.Duration, fallback time.Duration) {
+		if *value <= 0 {
+			*value = fallback
+		}
+	}
+	set(&l.readHeaderTimeout, 5*time.Second)
+	set(&l.readTimeout, 10*time.Second)
+	set(&l.writeTimeout, 15*time.Second)
+	set(&l.idleTimeout, 60*time.Second)
+	if l.maxHeaderBytes <= 0 {
+		l.maxHeaderBytes = 16 << 10
+	}
+	if l.maxBodyBytes <= 0 {
+		l.maxBodyBytes = 16 << 10
+	}
+	return l
+}
+
+func newServer(handler http.Handler, limits serverLimits, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: limits.readHeaderTimeout,
+		ReadTimeout:       limits.readTimeout,
+		WriteTimeout:      limits.writeTimeout,
+		IdleTimeout:       limits.idleTimeout,
+		MaxHeaderBytes:    limits.maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 func main() {
@@ -83,7 +135,9 @@ func main() {
 	flag.StringVar(&s.http, "http", envOr("ORDERS_HTTP", "127.0.0.1:8080"), "HTTP listen address (env ORDERS_HTTP)")
 	flag.Parse()
 
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(newRedactingHandler(
+		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}), s.secrets()...))
+	_ = mysql.SetLogger(driverLogger{logger: logger})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, s, logger); err != nil {
@@ -93,6 +147,11 @@ func main() {
 }
 
 func run(ctx context.Context, s settings, logger *slog.Logger) error {
+	logger = slog.New(newRedactingHandler(logger.Handler(), s.secrets()...))
+	s.server = s.server.withDefaults()
+	if err := checkAddresses(s); err != nil {
+		return err
+	}
 	if err := preflight(s); err != nil {
 		return err
 	}
@@ -101,6 +160,9 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		return fmt.Errorf("open the database: %w", err)
 	}
 	defer db.Close()
+	if err := checkDatabase(ctx, db, s.dsn); err != nil {
+		return err
+	}
 	if err := createTables(ctx, db); err != nil {
 		return err
 	}
@@ -120,6 +182,9 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		rabbitmq.Options.Logger(logger),
 	)
 	defer transport.Close()
+	if err := checkBroker(ctx, transport, s.amqp, logger); err != nil {
+		return err
+	}
 
 	// 2. The outbox wraps the raw transport: a Connector for writing in SQL
 	//    transactions, and the dispatcher that publishes the stored rows.
@@ -209,10 +274,18 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		streaming.Options.Logger(logger),
 	)
 
-	checker := status.New(status.Options.Connector(transport), status.Options.Logger(logger))
+	// 6. Health: the broker probe, a bounded database ping and the consumer's
+	//    subscriptions waiting on an outage, with no password in any report.
+	checker := status.New(
+		status.Options.Connector(transport),
+		status.Options.Logger(logger),
+		status.Options.Redact(s.secrets()...),
+		status.Options.Check("database", db.PingContext),
+		status.Options.Check("subscriptions", subscriptionsCheck(consumer)),
+	)
 	defer checker.Close()
 
-	orders, err := newOrdersAPI(ctx, db, encodedOutbox, checker, registry)
+	orders, err := newOrdersAPI(ctx, db, encodedOutbox, checker, registry, logger, s.server.maxBodyBytes)
 	if err != nil {
 		return err
 	}
@@ -222,7 +295,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another copy running? pass -http to choose another address)", s.http, err)
 	}
-	server := &http.Server{Handler: orders.routes(), ReadHeaderTimeout: 5 * time.Second}
+	server := newServer(orders.routes(), s.server, logger)
 
 	dispatcherDone := make(chan struct{})
 	consumerDone := make(chan struct{})
@@ -230,7 +303,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	go func() { defer close(dispatcherDone); dispatcher.Listen() }()
 	go func() { defer close(consumerDone); consumer.Listen() }()
 	go func() { serverDone <- server.Serve(listener) }()
-	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redact(s.amqp))
+	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redact.Address(s.amqp))
 	if s.ready != nil {
 		s.ready <- listener.Addr().String()
 	}
@@ -300,43 +373,16 @@ func (h *recordShipments) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// preflight turns "connection refused" into what to do about it.
-func preflight(s settings) error {
-	amqpHost := "127.0.0.1:5672"
-	if u, err := url.Parse(s.amqp); err == nil && u.Host != "" {
-		amqpHost = u.Host
-		if !strings.Contains(amqpHost, ":") {
-			amqpHost += ":5672"
-		}
-	}
-	if err := dial(amqpHost); err != nil {
-		return fmt.Errorf("cannot reach RabbitMQ at %s: is it running? `make services` starts it (%w)", amqpHost, err)
-	}
-	cfg, err := mysql.ParseDSN(s.dsn)
-	if err != nil {
-		return fmt.Errorf("the -dsn %q does not parse: %w", s.dsn, err)
-	}
-	if cfg.Net == "tcp" {
-		if err := dial(cfg.Addr); err != nil {
-			return fmt.Errorf("cannot reach MariaDB at %s: is it running? `make services` starts it (%w)", cfg.Addr, err)
-		}
-	}
+// subscriptionsCheck reports the consumer's subscriptions that are waiting on
+// an outage (a database or broker that does not answer), for /status.
+//
+// PLUG-IN POINT (issue #9): package streaming is gaining a method on the
+// consumer that reports such subscriptions; until it lands this returns nil,
+// which adds no check (status.Options.Check ignores a nil check), and /status
+// reports the broker and the database only.
+func subscriptionsCheck(consumer messaging.ListenCloser) func(context.Context) error {
+	_ = consumer
 	return nil
-}
-
-func dial(address string) error {
-	conn, err := net.DialTimeout("tcp", address, 3*time.Second)
-	if err != nil {
-		return err
-	}
-	return conn.Close()
-}
-
-func redact(address string) string {
-	if u, err := url.Parse(address); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable address)"
 }
 
 func envOr(name, fallback string) string {

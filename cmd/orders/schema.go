@@ -18,6 +18,14 @@ var appTables = []string{
 		status     varchar(16)  NOT NULL,
 		placed_at  datetime(3)  NOT NULL,
 		shipped_at datetime(3)      NULL
+	) DEFAULT CHARACTER SET utf8mb4`,
+	// One row per Idempotency-Key, written in the order's own transaction; the
+	// primary key makes a concurrent retry wait, then find the first order.
+	// Keys are kept with their orders; delete old ones on your own schedule.
+	`CREATE TABLE IF NOT EXISTS order_requests (
+		idempotency_key varchar(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+		order_id        varchar(36)  NOT NULL,
+		created_at      datetime(3)  NOT NULL
 	)`,
 	`CREATE TABLE IF NOT EXISTS order_events (
 		order_id    varchar(36) NOT NULL,
