@@ -85,7 +85,8 @@ func Fixed(attempts int, delay time.Duration) Policy {
 //
 // An attempts below 1 is recorded in Err and read as 1; a negative initial or
 // maximum is recorded and read as 0; a maximum below initial is recorded and
-// raised to initial, so every wait is initial.
+// raised to initial, so every wait is initial. An initial of 0 is valid and
+// retries at once every time: zero does not double.
 func Exponential(attempts int, initial, maximum time.Duration) Policy {
 	p := Policy{kind: kindExponential, attempts: attempts, initial: initial, maximum: maximum, jitter: DefaultExponentialJitter}
 	p = p.checkAttempts("Exponential", attempts)
