@@ -79,12 +79,20 @@ type runningService struct {
 
 func startService(t *testing.T, amqpURL string) *runningService {
 	t.Helper()
+	return startServiceWith(t, settings{amqp: amqpURL, dsn: testenv.MySQLDSN}, io.Discard)
+}
+
+// startServiceWith runs the service with s (listening on a free port), its log
+// written to logs.
+func startServiceWith(t *testing.T, s settings, logs io.Writer) *runningService {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	s.http, s.ready = "127.0.0.1:0", ready
 	go func() {
-		done <- run(ctx, settings{amqp: amqpURL, dsn: testenv.MySQLDSN, http: "127.0.0.1:0", ready: ready}, logger)
+		done <- run(ctx, s, logger)
 	}()
 	select {
 	case address := <-ready:
