@@ -14,6 +14,29 @@
 //     batch fails, each of its messages is handled alone and only the ones that
 //     still fail are set aside, so healthy neighbours are not dead-lettered.
 //
+// Only a failure that is one message's own is set aside. A failure that is a
+// dependency's (messaging.IsOutage: a database or broker that does not
+// answer, a transaction that cannot begin or commit, a refused or reset
+// connection, a timeout) is never dead-lettered: the decorator re-panics, so
+// nothing is acknowledged, and reports the deliveries to Monitor.Settled as
+// held_for_outage. An inner handlers/retry holds such a batch in the process
+// until the dependency answers, without spending its budget. The isolation
+// above applies the same rule: when every message of a batch of two or more
+// fails alone, and all the same way (the same panic type and text), the
+// failure is taken to be a dependency's and none is set aside; mark a failure
+// that is each message's own with messaging.Fatal so it is dead-lettered.
+//
+// A set-aside copy is always publishable. The reason is cut to MaxReason
+// bytes (4 KiB, on a rune boundary, with a marker saying how long it was). An
+// id, correlation id or type longer than an AMQP property travels whole in its
+// x-acemq- header (the copy is Verbatim). When the wire still refuses the copy
+// (messaging.ErrWireLimit, for example foreign headers near the frame limit),
+// a reduced copy is set aside instead, in this order: without its application
+// headers; also without its causation, origin, claim and route headers; also
+// with its id, correlation id and type cut to 255 bytes. The payload is always
+// kept whole, and what was left out is appended to the reason in
+// x-acemq-error.
+//
 // If a republish fails the decorator panics, so the runtime does not
 // acknowledge and the broker redelivers: at least once, never at most once. A
 // set-aside publish ignores the handler's cancellation and has its own bound

@@ -18,6 +18,7 @@ type fakeConnector struct {
 	writeErr    error
 	commitErr   error
 	declareErr  error
+	refuse      int // writes still to refuse with a wire-limit error
 	published   []messaging.Dispatch
 	contexts    []context.Context
 	declared    []string
@@ -102,6 +103,10 @@ func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch
 	w.connector.contexts = append(w.connector.contexts, ctx)
 	if w.connector.writeErr != nil {
 		return 0, w.connector.writeErr
+	}
+	if w.connector.refuse > 0 {
+		w.connector.refuse--
+		return 0, &messaging.FieldError{Field: "the headers and envelope together", Size: 200 << 10, Limit: 96 << 10}
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // handler is the settlement decorator New returns.
@@ -56,6 +57,10 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		if ctx.Err() != nil {
 			panic(value) // the failure is the shutdown's, not the message's
 		}
+		if err, outage := outageOf(value); outage {
+			c.hold(rest, err)
+			panic(value)
+		}
 		if len(rest) == 1 {
 			if !c.isSettled(rest[0]) {
 				c.giveUp(ctx, rest[0], value)
@@ -71,13 +76,26 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
+// failure is a message that failed when handled alone.
+type failure struct {
+	delivery messaging.Delivery
+	value    any
+}
+
 // isolate runs each message of a failed batch alone and sets aside the ones
-// that still fail.
+// that still fail. When every message run alone fails, and all the same way
+// (the same panic type and text), the failure is taken to be a dependency's
+// rather than each message's: none is set aside, and Handle panics with an
+// error marked messaging.Outage, so nothing is acknowledged. A failure marked
+// as an outage stops the isolation the same way.
 func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
+	var failures []failure
+	tried := 0
 	for _, delivery := range deliveries {
 		if c.isSettled(delivery) {
 			continue
 		}
+		tried++
 		value, panicked := c.run(ctx, []messaging.Delivery{delivery})
 		c.mustNotHaveFailed()
 		if !panicked {
@@ -86,8 +104,74 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		if ctx.Err() != nil {
 			panic(value)
 		}
-		c.giveUp(ctx, delivery, value)
+		if err, outage := outageOf(value); outage {
+			c.hold(deliveries, err)
+			panic(value)
+		}
+		failures = append(failures, failure{delivery: delivery, value: value})
 	}
+	if len(failures) >= 2 && len(failures) == tried && sameWay(failures) {
+		err := messaging.Outage(fmt.Errorf("deadletter: all %d messages of the batch failed alone the same way (%s), so the failure is taken to be a dependency's, not theirs: none was set aside, and the broker will redeliver them; mark a failure that is each message's own with messaging.Fatal",
+			len(failures), failureText(failures[0].value)))
+		c.hold(deliveries, err)
+		panic(err)
+	}
+	for _, f := range failures {
+		c.giveUp(ctx, f.delivery, f.value)
+	}
+}
+
+// sameWay reports whether every failure has the same panic type and text.
+func sameWay(failures []failure) bool {
+	first := signature(failures[0].value)
+	for _, f := range failures[1:] {
+		if signature(f.value) != first {
+			return false
+		}
+	}
+	return true
+}
+
+func signature(value any) string {
+	return fmt.Sprintf("%T\x00%s", value, failureText(value))
+}
+
+func failureText(value any) string {
+	if err, ok := value.(error); ok {
+		return err.Error()
+	}
+	return fmt.Sprint(value)
+}
+
+// outageOf reports whether a panic value is a dependency's failure
+// (messaging.IsOutage), which is never set aside.
+func outageOf(value any) (error, bool) {
+	err, ok := value.(error)
+	if !ok || !messaging.IsOutage(err) {
+		return nil, false
+	}
+	return err, true
+}
+
+// hold reports the deliveries not yet settled as held for an outage: they are
+// not acknowledged, and the broker redelivers them.
+func (c *call) hold(deliveries []messaging.Delivery, cause error) {
+	reason := bounded(cause.Error())
+	held := 0
+	queue := ""
+	for _, delivery := range deliveries {
+		if c.isSettled(delivery) {
+			continue
+		}
+		held++
+		queue = delivery.SourceQueue
+		c.config.monitor.Settled(delivery.SourceQueue, ActionHeldForOutage, reason)
+	}
+	if held == 0 {
+		return
+	}
+	c.config.logger.Warn(fmt.Sprintf("Not setting aside [%d] message(s) from [%s]: the failure is an outage [%s]; they are not acknowledged and the broker will redeliver them.", held, queue, reason),
+		slog.String("queue", queue), slog.Int("count", held), slog.String("reason", reason))
 }
 
 // deliveriesOf insists on messaging.Delivery values: anything else is a wiring
@@ -218,41 +302,72 @@ func (c *call) failureReason(value any) string {
 // outcome.
 // It publishes nothing for a delivery already settled in this Handle. The
 // copy has no per-message TTL (as with RabbitMQ's own dead-lettering), so it
-// stays in the .dlq or .parked queue until an operator acts on it.
+// stays in the .dlq or .parked queue until an operator acts on it. The reason
+// is bounded (MaxReason); when the wire refuses the whole copy, a reduced one
+// is set aside instead (see reductions), so the message's own content never
+// makes settlement fail.
 func (c *call) setAside(ctx context.Context, delivery messaging.Delivery, target, action, reason string) error {
 	if c.isSettled(delivery) {
 		return nil
 	}
-	dispatch := delivery.Redispatch(target)
-	dispatch.Error = reason
-	dispatch.Expiration = 0
-	if err := c.republish(ctx, delivery, dispatch); err != nil {
-		return err
+	reason = bounded(reason)
+	full := delivery.Redispatch(target)
+	full.Error = reason
+	full.Expiration = 0
+	rungs := reductions(full)
+	var err error
+	for i, rung := range rungs {
+		last := i == len(rungs)-1
+		dispatch := rung.dispatch
+		if rung.dropped != "" {
+			dispatch.Error = bounded(reason + " [" + rung.dropped + "]")
+		}
+		if !last && wire.Check(dispatch, 0) != nil {
+			continue // this form cannot travel: try a smaller one
+		}
+		if err = c.publish(ctx, dispatch); err == nil {
+			c.markSettled(delivery)
+			c.config.monitor.Settled(delivery.SourceQueue, action, dispatch.Error)
+			c.config.logger.Warn(fmt.Sprintf("Set aside message [%s] from [%s] to [%s]: %s", wire.Shorten(delivery.MessageID), delivery.SourceQueue, target, dispatch.Error),
+				slog.String("queue", delivery.SourceQueue), slog.String("target", target), slog.String("action", action),
+				slog.String("message_id", wire.Shorten(delivery.MessageID)), slog.String("reason", dispatch.Error))
+			return nil
+		}
+		if !errors.Is(err, messaging.ErrWireLimit) {
+			break
+		}
 	}
-	c.markSettled(delivery)
-	c.config.monitor.Settled(delivery.SourceQueue, action, reason)
-	c.config.logger.Warn(fmt.Sprintf("Set aside message [%s] from [%s] to [%s]: %s", delivery.MessageID, delivery.SourceQueue, target, reason),
-		slog.String("queue", delivery.SourceQueue), slog.String("target", target), slog.String("action", action),
-		slog.String("message_id", delivery.MessageID), slog.String("reason", reason))
-	return nil
+	return c.republishFailed(delivery, target, err)
 }
 
 // republish publishes within the publish timeout, detached from the handler's
 // cancellation; on failure it records the failure, so the batch is not
 // acknowledged, and returns it.
 func (c *call) republish(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch) error {
+	if err := c.publish(ctx, dispatch); err != nil {
+		return c.republishFailed(delivery, dispatch.RoutingKey, err)
+	}
+	return nil
+}
+
+// publish publishes within the publish timeout, detached from the handler's
+// cancellation.
+func (c *call) publish(ctx context.Context, dispatch messaging.Dispatch) error {
 	publishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.config.publishTimeout)
 	defer cancel()
-	err := c.publisher.publish(publishCtx, dispatch)
-	if err == nil {
-		return nil
-	}
+	return c.publisher.publish(publishCtx, dispatch)
+}
+
+// republishFailed records a failed republish, so the batch is not
+// acknowledged, and returns it.
+func (c *call) republishFailed(delivery messaging.Delivery, target string, err error) error {
+	id := wire.Shorten(delivery.MessageID)
 	err = fmt.Errorf("deadletter: message %s from %q was not republished to %q, so it is not acknowledged and the broker will redeliver it: %w",
-		delivery.MessageID, delivery.SourceQueue, dispatch.RoutingKey, err)
+		id, delivery.SourceQueue, target, err)
 	c.markFailed(err)
 	c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
 	c.config.logger.Warn(fmt.Sprintf("Unable to republish message [%s] from [%s] to [%s] [%v]; it was not acknowledged and the broker will redeliver it.",
-		delivery.MessageID, delivery.SourceQueue, dispatch.RoutingKey, err),
-		slog.String("queue", delivery.SourceQueue), slog.String("target", dispatch.RoutingKey), slog.Any("error", err))
+		id, delivery.SourceQueue, target, err),
+		slog.String("queue", delivery.SourceQueue), slog.String("target", target), slog.Any("error", err))
 	return err
 }

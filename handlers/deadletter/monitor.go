@@ -17,12 +17,16 @@ const (
 	// ActionSetAsideFailed: a republish failed; the delivery is not
 	// acknowledged and the broker redelivers it.
 	ActionSetAsideFailed = "set_aside_failed"
+	// ActionHeldForOutage: the failure was a dependency's (messaging.IsOutage,
+	// or every message of a batch failing alone the same way); nothing is set
+	// aside, the delivery is not acknowledged and the broker redelivers it.
+	ActionHeldForOutage = "held_for_outage"
 )
 
 // Monitor receives one Settled call per delivery and decision: queue is the
 // source queue, action one of the Action constants, reason the text written to
 // x-acemq-error (empty for accepted, retried and in-progress; for
-// set_aside_failed it is the publish error).
+// set_aside_failed it is the publish error; for held_for_outage the outage).
 type Monitor interface {
 	Settled(queue, action, reason string)
 }

@@ -52,7 +52,9 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 // decorator panics and the broker redelivers the delivery. An error marked
 // messaging.Fatal dead-letters at once ("the handler reported an
 // unprocessable message: <err>"), and so does a delivery whose attempt has
-// reached Options.MaxAttempts ("exhausted N attempts: <err>").
+// reached Options.MaxAttempts ("exhausted N attempts: <err>"). An error for
+// which messaging.IsOutage is true (a dependency's failure) spends no attempt
+// and is never dead-lettered: the copy keeps the delivery's attempt.
 //
 // Calling an outcome again for a delivery already settled in this Handle (an
 // inner retry decorator re-running the batch) returns nil and publishes
@@ -70,7 +72,8 @@ func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, unprocessable(err))
 	}
 	attempt := max(delivery.Attempt, 1)
-	if c.config.maxAttempts > 0 && attempt >= c.config.maxAttempts {
+	outage := err != nil && messaging.IsOutage(err)
+	if !outage && c.config.maxAttempts > 0 && attempt >= c.config.maxAttempts {
 		reason := noReason
 		if err != nil {
 			reason = exhausted(c.config.maxAttempts, err.Error())
@@ -79,6 +82,9 @@ func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 	}
 	dispatch := delivery.Redispatch(queue)
 	dispatch.Attempt = attempt + 1
+	if outage {
+		dispatch.Attempt = attempt // an outage spends no attempt
+	}
 	dispatch.Error = ""
 	delay := max(c.config.retryDelay(attempt), 0)
 	threshold := c.config.brokerWaitThreshold

@@ -49,7 +49,9 @@ func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) er
 		return err
 	}
 	if _, err := p.writer.Write(ctx, dispatch); err != nil {
-		p.reset()
+		if !errors.Is(err, messaging.ErrWireLimit) {
+			p.reset() // a refusal before sending leaves the connection sound
+		}
 		return fmt.Errorf("deadletter: publish to %q: %w", dispatch.RoutingKey, err)
 	}
 	if err := p.writer.Commit(); err != nil {

@@ -3,6 +3,7 @@ package deadletter
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // noReason is the whole reason when the error given is nil.
@@ -45,4 +46,22 @@ func undecodable(err error) string {
 		return text
 	}
 	return prefix + text
+}
+
+// MaxReason bounds the reason written to x-acemq-error, in bytes: a panic
+// text of any size must not make the set-aside copy too large for a frame.
+const MaxReason = 4 << 10
+
+// bounded cuts reason to at most MaxReason bytes, on a rune boundary, with a
+// marker that says how long it was.
+func bounded(reason string) string {
+	if len(reason) <= MaxReason {
+		return reason
+	}
+	marker := fmt.Sprintf(" …[cut; %d bytes in all]", len(reason))
+	cut := MaxReason - len(marker)
+	for cut > 0 && !utf8.RuneStart(reason[cut]) {
+		cut--
+	}
+	return reason[:cut] + marker
 }
