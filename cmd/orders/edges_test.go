@@ -35,10 +35,15 @@ func (r response) view(t *testing.T) orderView {
 func (r response) problem(t *testing.T) map[string]string {
 	t.Helper()
 	var problem map[string]string
-	if err := json.Unmarshal([]byte(r.body), &problem); err != nil {
+	r.decode(t, &problem)
+	return problem
+}
+
+func (r response) decode(t *testing.T, value any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(r.body), value); err != nil {
 		t.Fatalf("decode %q: %v", r.body, err)
 	}
-	return problem
 }
 
 func post(t *testing.T, client *http.Client, base, body, key string) response {

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/status"
+)
+
+// TestStatusFailsWhileMariaDBIsStopped: /status is 503 naming the database
+// while MariaDB is down, POST /orders gets a 503 that does not quote the
+// driver, and both recover once it is back.
+func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
+	amqpURL := testenv.Broker(t)
+	testenv.DisruptDatabases(t)
+	testenv.OpenMySQL(t) // fails the test with instructions when MariaDB is down
+	service := startService(t, amqpURL)
+	base := "http://" + service.address
+	client := &http.Client{Timeout: 20 * time.Second}
+
+	if reply := get(t, client, base+"/status"); reply.code != http.StatusOK {
+		t.Fatalf("/status before the stop: %d %s", reply.code, reply.body)
+	}
+
+	t.Cleanup(func() {
+		if err := startMariaDB(); err != nil {
+			t.Errorf("restart MariaDB: %v", err)
+		}
+	})
+	stoppedAt := time.Now()
+	if err := stopMariaDB(); err != nil {
+		t.Fatal(err)
+	}
+
+	reply := get(t, client, base+"/status")
+	reportedIn := time.Since(stoppedAt)
+	if reply.code != http.StatusServiceUnavailable {
+		t.Fatalf("/status with MariaDB stopped: %d %s, want 503", reply.code, reply.body)
+	}
+	report := decodeReport(t, reply.body)
+	if report.Status != "failing" || check(report, "database").Status != "failing" || check(report, status.BrokerCheck).Status != "ok" {
+		t.Errorf("/status with MariaDB stopped should name the database, not the broker: %s", reply.body)
+	}
+	key := messaging.NewID()
+	order := post(t, client, base, `{"item":"book","quantity":1}`, key)
+	if order.code != http.StatusServiceUnavailable {
+		t.Errorf("POST /orders with MariaDB stopped: %d %s, want 503", order.code, order.body)
+	}
+	for _, driverText := range []string{"dial tcp", "connection refused", "3306", "invalid connection", "driver"} {
+		if strings.Contains(order.body, driverText) {
+			t.Errorf("the 503 quotes the database error (%q): %s", driverText, order.body)
+		}
+	}
+
+	if err := startMariaDB(); err != nil {
+		t.Fatal(err)
+	}
+	var last response
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if last = get(t, client, base+"/status"); last.code == http.StatusOK {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // polling a real database coming back
+	}
+	if last.code != http.StatusOK {
+		t.Fatalf("/status after MariaDB came back: %d %s", last.code, last.body)
+	}
+	if order := post(t, client, base, `{"item":"book","quantity":1}`, key); order.code != http.StatusCreated {
+		t.Fatalf("POST /orders after MariaDB came back: %d %s", order.code, order.body)
+	}
+	t.Logf("/status answered 503 %s after MariaDB stopped; 200 again after it restarted", reportedIn.Round(time.Millisecond))
+}
+
+func decodeReport(t *testing.T, body string) status.Report {
+	t.Helper()
+	var report status.Report
+	response{body: body}.decode(t, &report)
+	return report
+}
+
+func check(report status.Report, name string) status.CheckResult {
+	for _, result := range report.Checks {
+		if result.Name == name {
+			return result
+		}
+	}
+	return status.CheckResult{Name: name, Status: "absent"}
+}
+
+// stopMariaDB and startMariaDB stop and start the local server the way
+// internal/faults restarts it; the caller holds testenv.DisruptDatabases.
+func stopMariaDB() error {
+	return command("start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30")
+}
+
+func startMariaDB() error {
+	if err := command("sh", "-c", "mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld"); err != nil {
+		return err
+	}
+	if err := command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if mariaDBAnswers() {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond) // polling a starting server
+	}
+	return fmt.Errorf("MariaDB did not answer within a minute of starting; `make services` starts it")
+}
+
+func mariaDBAnswers() bool {
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:3306", time.Second)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	db, err := sql.Open("mysql", testenv.MySQLDSN)
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return db.PingContext(ctx) == nil
+}
+
+func command(name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
