@@ -8,6 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/redact"
 )
 
@@ -106,10 +107,12 @@ func (c *Checker) bounded(ctx context.Context, check func(context.Context) error
 // service starting up can stop with it instead of retrying for ever:
 // ACCESS_REFUSED (403: bad credentials or permissions), NOT_ALLOWED (530: a
 // missing vhost or no access to it) and NOT_FOUND (404), including the
-// handshake's amqp.ErrCredentials and amqp.ErrVhost. It classifies on the
-// error chain, never on text.
+// handshake's amqp.ErrCredentials and amqp.ErrVhost, and a transport's
+// *messaging.BrokerError matching messaging.ErrAccessRefused or
+// messaging.ErrNotFound. It classifies on the error chain, never on text.
 func Permanent(err error) bool {
-	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) {
+	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) ||
+		errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, messaging.ErrNotFound) {
 		return true
 	}
 	var amqpErr *amqp.Error

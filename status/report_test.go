@@ -9,6 +9,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/smarty/assertions/should"
+
+	"github.com/warrenmq/messaging"
 )
 
 const (
@@ -96,6 +98,10 @@ func (f *CheckerFixture) TestPermanentClassifiesOnTheErrorChain() {
 	f.So(Permanent(fmt.Errorf("dial: %w", amqp.ErrVhost)), should.BeTrue)
 	f.So(Permanent(fmt.Errorf("dial: %w", amqp.ErrCredentials)), should.BeTrue)
 	f.So(Permanent(&amqp.Error{Code: amqp.NotAllowed}), should.BeTrue)
+	f.So(Permanent(fmt.Errorf("connect: %w", &messaging.BrokerError{Code: messaging.ReplyNotAllowed, Text: "vhost not found"})), should.BeTrue)
+	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyAccessRefused}), should.BeTrue)
+	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyNotFound}), should.BeTrue)
+	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyPreconditionFailed}), should.BeFalse)
 	f.So(Permanent(errors.New("403 ACCESS_REFUSED")), should.BeFalse) // text is not classified
 	f.So(Permanent(&amqp.Error{Code: amqp.ConnectionForced}), should.BeFalse)
 }
