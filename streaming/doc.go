@@ -26,6 +26,22 @@
 // acknowledged without being handed to a handler. Any other undecodable
 // delivery is handed over as it is; handlers/deadletter parks it.
 //
+// # Outages
+//
+// A failure that is a dependency's rather than a message's (messaging.IsOutage:
+// the database or broker unreachable, a transaction that cannot begin or
+// commit, a refused or reset connection, a timeout) is never a reason to give
+// up on a message. handlers/retry holds such a batch in the process, spending
+// no attempt, until the dependency answers, and tells the runtime through the
+// handler's context; a handler that panics with such a failure has its batch
+// left unacknowledged (WARN, no stack) for the broker to redeliver after the
+// subscription reconnects. Either way the subscription is waiting on an
+// outage until a batch is handled again: Monitor.OutageStarted and
+// OutageEnded fire, a WARN line says so, and Consumer.Waiting and
+// Consumer.Health report it, for a readiness or /status endpoint. On shutdown
+// a worker waiting on an outage has its context cancelled at once, whatever
+// the strategy's timeout: its batch stays unacknowledged.
+//
 // # Shutdown
 //
 // Close cancels the soft context: reading stops and workers finish according to

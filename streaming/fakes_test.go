@@ -360,6 +360,10 @@ func (m *fakeMonitor) BatchAcknowledged(stream string, count int, err error) {
 	m.add("acknowledged %s %d %v", stream, count, err)
 }
 func (m *fakeMonitor) ShutdownForced(stream string) { m.add("forced %s", stream) }
+func (m *fakeMonitor) OutageStarted(stream string, cause error) {
+	m.add("outage started %s %v", stream, cause)
+}
+func (m *fakeMonitor) OutageEnded(stream string, _ time.Duration) { m.add("outage ended %s", stream) }
 
 func (m *fakeMonitor) list() []string {
 	m.mu.Lock()

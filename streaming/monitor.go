@@ -21,6 +21,15 @@ type Monitor interface {
 	// ShutdownForced fires when workers miss the shutdown timeout and in-flight
 	// deliveries are abandoned.
 	ShutdownForced(stream string)
+	// OutageStarted fires when the subscription starts waiting on an outage:
+	// a worker's handler (handlers/retry) holds its batch because a
+	// dependency is down, or a handler panicked with a failure for which
+	// messaging.IsOutage is true. Its messages stay unacknowledged; none is
+	// dead-lettered. cause is the failure. Consumer.Waiting reports the same.
+	OutageStarted(stream string, cause error)
+	// OutageEnded fires when the subscription no longer waits (a batch was
+	// handled, or shutdown began), after waited.
+	OutageEnded(stream string, waited time.Duration)
 }
 
 // NopMonitor ignores every event; embed it to implement only the callbacks you
@@ -32,3 +41,5 @@ func (NopMonitor) StreamClosed(string)                     {}
 func (NopMonitor) BatchHandled(string, int, time.Duration) {}
 func (NopMonitor) BatchAcknowledged(string, int, error)    {}
 func (NopMonitor) ShutdownForced(string)                   {}
+func (NopMonitor) OutageStarted(string, error)             {}
+func (NopMonitor) OutageEnded(string, time.Duration)       {}

@@ -18,6 +18,7 @@ type runner struct {
 	clock        clock
 	soft         context.Context
 	failures     int
+	health       *health
 }
 
 func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context) *runner {
@@ -28,6 +29,7 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		monitor:      cfg.monitor,
 		clock:        cfg.clock,
 		soft:         soft,
+		health:       newHealth(subscription.queue, cfg),
 	}
 }
 

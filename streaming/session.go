@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/outage"
 )
 
 // session is one live stream: a reader goroutine filling the buffer and one
@@ -68,7 +69,13 @@ func (s *session) run() bool {
 
 	var workers sync.WaitGroup
 	for _, handler := range s.subscription.workers {
-		workers.Go(func() { s.work(handler) })
+		ctx, cancel := context.WithCancel(s.handleCtx)
+		listener := &workerListener{health: s.health, cancel: cancel}
+		ctx = outage.With(ctx, listener)
+		workers.Go(func() {
+			defer cancel()
+			s.work(ctx, handler)
+		})
 	}
 	workersDone := make(chan struct{})
 	go func() {
@@ -115,6 +122,7 @@ func (s *session) await(workersDone <-chan struct{}) {
 			return
 		case <-shutdown:
 			shutdown = nil
+			s.health.stop() // a batch held through an outage has nothing to finish
 			if s.subscription.strategy == ShutdownStrategyImmediate {
 				s.cancelHandle()
 				startGrace()
@@ -168,7 +176,7 @@ func (s *session) read() {
 	}
 }
 
-func (s *session) work(handler messaging.Handler) {
+func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	var pending []*messaging.Delivery // handled, not yet acknowledged
 	for {
 		batch, ok := s.next(len(pending) == 0)
@@ -183,7 +191,7 @@ func (s *session) work(handler messaging.Handler) {
 			s.acknowledge(pending)
 			return
 		}
-		if !s.handleBatch(handler, batch) {
+		if !s.handleBatch(ctx, handler, batch) {
 			s.acknowledge(pending) // handled before the panic: do not make the broker redeliver them
 			s.fail()
 			return
@@ -267,7 +275,7 @@ func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
 
 // handleBatch hands a batch to the handler; it reports false when the handler
 // panicked (logged here; the caller ends the session without acknowledging).
-func (s *session) handleBatch(handler messaging.Handler, batch []*messaging.Delivery) bool {
+func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) bool {
 	queue := s.subscription.queue
 	messages := make([]any, 0, len(batch))
 	for _, delivery := range batch {
@@ -284,8 +292,15 @@ func (s *session) handleBatch(handler messaging.Handler, batch []*messaging.Deli
 		return true
 	}
 	started := s.clock.Now()
-	value, stack, panicked := s.handle(handler, messages)
+	value, stack, panicked := s.handle(ctx, handler, messages)
 	s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
+	if err, isError := value.(error); panicked && isError && messaging.IsOutage(err) && s.soft.Err() == nil {
+		s.health.outagePanic(err)
+		s.logger.Warn(fmt.Sprintf("Handler on stream [%s] failed with an outage [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, err, len(batch)),
+			slog.String("stream", queue), slog.Int("count", len(batch)), slog.Any("error", err))
+		return false
+	}
+	s.health.batchConcluded()
 	if panicked {
 		s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
 			slog.String("stream", queue), slog.Int("count", len(batch)),
@@ -319,7 +334,7 @@ func (s *session) acknowledge(handled []*messaging.Delivery) bool {
 }
 
 // handle calls the handler and recovers a panic, with its stack.
-func (s *session) handle(handler messaging.Handler, messages []any) (value any, stack []byte, panicked bool) {
+func (s *session) handle(ctx context.Context, handler messaging.Handler, messages []any) (value any, stack []byte, panicked bool) {
 	returned := false
 	defer func() {
 		if returned {
@@ -329,7 +344,7 @@ func (s *session) handle(handler messaging.Handler, messages []any) (value any, 
 		stack = debug.Stack()
 		panicked = true
 	}()
-	handler.Handle(s.handleCtx, messages...)
+	handler.Handle(ctx, messages...)
 	returned = true
 	return nil, nil, false
 }

@@ -83,6 +83,11 @@ func (s streamingMonitor) ShutdownForced(stream string) {
 	s.m.shutdownForced.WithLabelValues(s.m.stream(stream)).Inc()
 }
 
+// OutageStarted and OutageEnded record nothing yet; streaming.Consumer.Waiting
+// reports outage waits.
+func (s streamingMonitor) OutageStarted(string, error)       {}
+func (s streamingMonitor) OutageEnded(string, time.Duration) {}
+
 type settlementMonitor struct{ m *Metrics }
 
 func (s settlementMonitor) Settled(queue, action, _ string) {

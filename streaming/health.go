@@ -1,0 +1,235 @@
+package streaming
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/warrenmq/messaging/internal/redact"
+)
+
+// ErrWaitingOnOutage is what Consumer.Health wraps when a subscription is
+// waiting on an outage.
+var ErrWaitingOnOutage = errors.New("streaming: a subscription is waiting on an outage; its messages are held unacknowledged until the dependency answers")
+
+// Outage describes one subscription that is waiting on an outage: its
+// handler's failures are a dependency's (messaging.IsOutage), so it holds its
+// messages unacknowledged, spending no retry budget and dead-lettering
+// nothing, until the dependency answers.
+type Outage struct {
+	// Stream is the subscription's queue.
+	Stream string
+	// Since is when the subscription started waiting.
+	Since time.Time
+	// Cause is the latest failure's text, with any credentials masked.
+	Cause string
+}
+
+// String words the wait for a log line or a health report.
+func (o Outage) String() string {
+	return fmt.Sprintf("stream %s waiting since %s: %s", o.Stream, o.Since.UTC().Format(time.RFC3339), o.Cause)
+}
+
+// health is one subscription's view of outages: the workers whose handler
+// (handlers/retry) holds its batch through an outage, reported through the
+// handler's context, and the hold the runtime keeps after a handler panicked
+// with an outage until a batch is handled again.
+type health struct {
+	stream  string
+	monitor Monitor
+	logger  *slog.Logger
+	clock   clock
+
+	mu       sync.Mutex
+	workers  map[*workerListener]wait
+	held     *wait
+	since    time.Time
+	cause    error
+	stopping bool
+	// heldFlag mirrors held != nil, so a handled batch checks it without the lock.
+	heldFlag atomic.Bool
+}
+
+type wait struct {
+	since time.Time
+	cause error
+}
+
+func newHealth(stream string, cfg config) *health {
+	return &health{stream: stream, monitor: cfg.monitor, logger: cfg.logger, clock: cfg.clock, workers: map[*workerListener]wait{}}
+}
+
+// workerWaiting records that a worker's handler holds its batch because of
+// cause. After shutdown began it cancels the worker's handler at once: a
+// batch held through an outage has nothing to finish.
+func (h *health) workerWaiting(worker *workerListener, cause error) {
+	h.mu.Lock()
+	if h.stopping {
+		h.mu.Unlock()
+		worker.cancel()
+		return
+	}
+	w, ok := h.workers[worker]
+	if !ok {
+		w.since = h.clock.Now()
+	}
+	w.cause = cause
+	h.workers[worker] = w
+	h.cause = cause
+	report := h.transition()
+	h.mu.Unlock()
+	report()
+}
+
+func (h *health) workerResumed(worker *workerListener) {
+	h.mu.Lock()
+	delete(h.workers, worker)
+	report := h.transition()
+	h.mu.Unlock()
+	report()
+}
+
+// outagePanic records that a handler panicked with an outage: the runtime
+// holds the subscription (its session ends and the broker redelivers) until a
+// batch is handled again.
+func (h *health) outagePanic(cause error) {
+	h.mu.Lock()
+	if h.held == nil {
+		h.held = &wait{since: h.clock.Now()}
+	}
+	h.held.cause = cause
+	h.cause = cause
+	h.heldFlag.Store(true)
+	report := h.transition()
+	h.mu.Unlock()
+	report()
+}
+
+// batchConcluded ends the runtime's hold: a batch was handled, or failed in a
+// way that is its own.
+func (h *health) batchConcluded() {
+	if !h.heldFlag.Load() {
+		return
+	}
+	h.mu.Lock()
+	h.held = nil
+	h.heldFlag.Store(false)
+	report := h.transition()
+	h.mu.Unlock()
+	report()
+}
+
+// stop begins shutdown: every worker waiting on an outage is cancelled, and so
+// is any that starts waiting later; the subscription no longer reports a wait.
+func (h *health) stop() {
+	h.mu.Lock()
+	h.stopping = true
+	workers := make([]*workerListener, 0, len(h.workers))
+	for worker := range h.workers {
+		workers = append(workers, worker)
+	}
+	clear(h.workers)
+	h.held = nil
+	h.heldFlag.Store(false)
+	report := h.transition()
+	h.mu.Unlock()
+	for _, worker := range workers {
+		worker.cancel()
+	}
+	report()
+}
+
+// transition notes a change between waiting and not; it returns the
+// monitor call and log line to make once the lock is released.
+func (h *health) transition() func() {
+	waiting := !h.stopping && (len(h.workers) > 0 || h.held != nil)
+	switch {
+	case waiting && h.since.IsZero():
+		h.since = h.clock.Now()
+		cause := h.cause
+		return func() {
+			h.monitor.OutageStarted(h.stream, cause)
+			h.logger.Warn(fmt.Sprintf("Subscription to stream [%s] is waiting on an outage [%s]; its messages are held unacknowledged, without spending their retry budget, until the dependency answers.", h.stream, redact.Text(cause.Error())),
+				slog.String("stream", h.stream), slog.String("error", redact.Text(cause.Error())))
+		}
+	case !waiting && !h.since.IsZero():
+		waited := h.clock.Now().Sub(h.since)
+		h.since = time.Time{}
+		stopping := h.stopping
+		return func() {
+			h.monitor.OutageEnded(h.stream, waited)
+			if !stopping {
+				h.logger.Info(fmt.Sprintf("Subscription to stream [%s] is no longer waiting on an outage, after [%s].", h.stream, waited.Round(time.Millisecond)),
+					slog.String("stream", h.stream), slog.Duration("waited", waited))
+			}
+		}
+	default:
+		return func() {}
+	}
+}
+
+// snapshot returns the subscription's wait, if it is waiting.
+func (h *health) snapshot() (Outage, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.since.IsZero() {
+		return Outage{}, false
+	}
+	cause := ""
+	if h.cause != nil {
+		cause = redact.Text(h.cause.Error())
+	}
+	return Outage{Stream: h.stream, Since: h.since, Cause: cause}, true
+}
+
+// workerListener is one worker's outage.Listener for one session: it tells
+// the subscription's health, and can cancel the worker's handler context.
+type workerListener struct {
+	health *health
+	cancel context.CancelFunc
+}
+
+func (l *workerListener) Waiting(cause error, _ time.Duration) { l.health.workerWaiting(l, cause) }
+func (l *workerListener) Resumed()                             { l.health.workerResumed(l) }
+
+// Waiting lists the subscriptions that are waiting on an outage right now,
+// in the order they were configured: each holds its messages unacknowledged,
+// spending no retry budget and dead-lettering nothing, until the dependency
+// answers (see Outage). It is empty when none is, before Listen, and once
+// Close began. Safe to call from any goroutine at any time, for example from
+// a readiness or /status endpoint; it takes no lock a handler holds.
+func (c *Consumer) Waiting() []Outage {
+	if c.soft == nil || c.soft.Err() != nil {
+		return nil
+	}
+	var waiting []Outage
+	for _, h := range c.healths {
+		if o, ok := h.snapshot(); ok {
+			waiting = append(waiting, o)
+		}
+	}
+	return waiting
+}
+
+// Health returns nil when no subscription is waiting on an outage, or an
+// error wrapping ErrWaitingOnOutage that names each waiting subscription,
+// since when, and why (credentials masked): for a readiness check that should
+// fail while a dependency the handlers need is down. See Waiting.
+func (c *Consumer) Health() error {
+	waiting := c.Waiting()
+	if len(waiting) == 0 {
+		return nil
+	}
+	described := make([]string, len(waiting))
+	for i, o := range waiting {
+		described[i] = o.String()
+	}
+	slices.Sort(described)
+	return fmt.Errorf("%w: %s", ErrWaitingOnOutage, strings.Join(described, "; "))
+}
