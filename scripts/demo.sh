@@ -45,6 +45,19 @@ for item in book lamp kettle; do
 	ids+=("$id")
 done
 
+echo "== a retry with the same Idempotency-Key returns the first order (200), not a second one"
+key="demo-$(date +%s%N)"
+first=$(curl -fsS -X POST -H "Idempotency-Key: $key" -d '{"item":"desk","quantity":1}' "http://$addr/orders")
+retry=$(curl -sS -o /dev/null -w '%{http_code}' -X POST -H "Idempotency-Key: $key" -d '{"item":"desk","quantity":1}' "http://$addr/orders")
+again=$(curl -fsS -X POST -H "Idempotency-Key: $key" -d '{"item":"desk","quantity":1}' "http://$addr/orders" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+first_id=$(printf '%s' "$first" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+echo "first    $first_id; retry -> $retry, id $again"
+if [ "$retry" != 200 ] || [ "$again" != "$first_id" ]; then echo "the retry did not return the first order"; cat "$log"; exit 1; fi
+ids+=("$first_id")
+
+echo "== bad input is a 400 naming the field"
+curl -sS -X POST -d '{"item":"book","quantity":2147483648}' "http://$addr/orders"
+
 for id in "${ids[@]}"; do
 	status=""
 	for _ in $(seq 1 60); do
