@@ -56,18 +56,21 @@ func post(t *testing.T, client *http.Client, base, body, key string) response {
 	if key != "" {
 		request.Header.Set(idempotencyHeader, key)
 	}
-	reply, err := client.Do(request)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reply.Body.Close()
-	text, _ := io.ReadAll(reply.Body)
-	return response{code: reply.StatusCode, body: string(text), header: reply.Header}
+	return do(t, client, request)
 }
 
 func get(t *testing.T, client *http.Client, url string) response {
 	t.Helper()
-	reply, err := client.Get(url)
+	request, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, client, request)
+}
+
+func do(t *testing.T, client *http.Client, request *http.Request) response {
+	t.Helper()
+	reply, err := client.Do(request)
 	if err != nil {
 		t.Fatal(err)
 	}
