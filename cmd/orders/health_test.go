@@ -13,12 +13,14 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/status"
 )
 
 // TestStatusFailsWhileMariaDBIsStopped: /status is 503 naming the database
-// while MariaDB is down, POST /orders gets a 503 that does not quote the
-// driver, and both recover once it is back.
+// while MariaDB is down, and the shipping subscription once a message waits on
+// it; POST /orders gets a 503 that does not quote the driver; all recover once
+// it is back.
 func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 	amqpURL := testenv.Broker(t)
 	testenv.DisruptDatabases(t)
@@ -61,24 +63,79 @@ func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 		}
 	}
 
+	// An order-placed message arriving now finds the database down: the
+	// shipping subscription holds it and /status names the subscription.
+	published := time.Now()
+	publishOrderPlaced(t, amqpURL, messaging.NewID())
+	waiting := waitForStatus(t, client, base, 30*time.Second, func(report status.Report) bool {
+		return check(report, "subscriptions").Status == "failing"
+	})
+	if !strings.Contains(check(waiting, "subscriptions").Error, shipQueue) {
+		t.Errorf("/status should name the waiting subscription %s: %+v", shipQueue, waiting)
+	}
+	waitingIn := time.Since(published)
+
 	if err := startMariaDB(); err != nil {
 		t.Fatal(err)
 	}
-	var last response
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if last = get(t, client, base+"/status"); last.code == http.StatusOK {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // polling a real database coming back
-	}
-	if last.code != http.StatusOK {
-		t.Fatalf("/status after MariaDB came back: %d %s", last.code, last.body)
-	}
+	restarted := time.Now()
+	waitForStatus(t, client, base, 60*time.Second, status.Report.Healthy)
+	healthyIn := time.Since(restarted)
 	if order := post(t, client, base, `{"item":"book","quantity":1}`, key); order.code != http.StatusCreated {
 		t.Fatalf("POST /orders after MariaDB came back: %d %s", order.code, order.body)
 	}
-	t.Logf("/status answered 503 %s after MariaDB stopped; 200 again after it restarted", reportedIn.Round(time.Millisecond))
+	t.Logf("/status: 503 naming the database %s after MariaDB stopped, naming %s %s after a message arrived; 200 again %s after MariaDB answered",
+		reportedIn.Round(time.Millisecond), shipQueue, waitingIn.Round(time.Millisecond), healthyIn.Round(time.Millisecond))
+}
+
+// waitForStatus polls /status (bounded) until its report satisfies done, and
+// returns that report; /status must answer 200 exactly when it is healthy.
+func waitForStatus(t *testing.T, client *http.Client, base string, bound time.Duration, done func(status.Report) bool) status.Report {
+	t.Helper()
+	var last response
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		last = get(t, client, base+"/status")
+		report := decodeReport(t, last.body)
+		if (last.code == http.StatusOK) != report.Healthy() {
+			t.Fatalf("/status answered %d for a report %s", last.code, last.body)
+		}
+		if done(report) {
+			return report
+		}
+		time.Sleep(100 * time.Millisecond) // polling a real service
+	}
+	t.Fatalf("/status did not reach the expected state within %s; last %d %s", bound, last.code, last.body)
+	return status.Report{}
+}
+
+// publishOrderPlaced publishes an order-placed message straight to the broker,
+// as the outbox would, for an order that does not exist (shipping it is a
+// no-op once the database answers).
+func publishOrderPlaced(t *testing.T, amqpURL, orderID string) {
+	t.Helper()
+	transport := rabbitmq.New(rabbitmq.Options.Address(amqpURL))
+	defer transport.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	connection, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer connection.Close()
+	writer, err := connection.CommitWriter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	payload := fmt.Sprintf(`{"order_id":%q,"item":"book","quantity":1}`, orderID)
+	if _, err := writer.Write(ctx, messaging.Dispatch{Topic: placedTopic, MessageType: placedTopic,
+		ContentType: "application/json", Payload: []byte(payload)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func decodeReport(t *testing.T, body string) status.Report {

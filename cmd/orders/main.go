@@ -373,20 +373,11 @@ func (h *recordShipments) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// subscriptionsCheck reports the consumer's subscriptions that are waiting on
-// an outage (a database or broker their handlers need that does not answer):
-// while one is, /status fails and names it.
-//
-// PLUG-IN POINT (issue #9): package streaming is gaining Consumer.Health, nil
-// or an error naming each waiting subscription. Until streaming.New returns a
-// consumer with it, this returns nil, which adds no check (status.Options.Check
-// ignores a nil check), and /status reports the broker and the database only.
-func subscriptionsCheck(consumer messaging.ListenCloser) func(context.Context) error {
-	reporter, ok := consumer.(interface{ Health() error })
-	if !ok {
-		return nil
-	}
-	return func(context.Context) error { return reporter.Health() }
+// subscriptionsCheck fails while a subscription of the consumer is waiting on
+// an outage (a database or broker its handlers need does not answer, so it
+// holds its messages), naming each: streaming.Consumer.Health.
+func subscriptionsCheck(consumer *streaming.Consumer) func(context.Context) error {
+	return func(context.Context) error { return consumer.Health() }
 }
 
 func envOr(name, fallback string) string {
