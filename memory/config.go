@@ -3,6 +3,8 @@ package memory
 import (
 	"os"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Options is the entry point for configuring a Broker: memory.New(memory.Options.Clock(...)).
@@ -16,6 +18,8 @@ type configuration struct {
 	clock   func() time.Time
 	monitor Monitor
 	origin  string
+	// maxMessageSize is the largest payload a write accepts.
+	maxMessageSize int
 }
 
 // Clock sets the source of the current time, used for message expiry and for the
@@ -35,6 +39,14 @@ func (singleton) Origin(origin string) option {
 	return func(c *configuration) { c.origin = origin }
 }
 
+// MaxMessageSize is the largest payload, in bytes, a writer accepts; a dispatch
+// with a larger one is refused alone with a *messaging.FieldError matching
+// messaging.ErrWireLimit, as the RabbitMQ transport's option of the same name
+// does. Zero or negative means wire.DefaultMaxPayload (128 MiB).
+func (singleton) MaxMessageSize(value int) option {
+	return func(c *configuration) { c.maxMessageSize = value }
+}
+
 func newConfiguration(options []option) configuration {
 	var c configuration
 	for _, apply := range options {
@@ -47,6 +59,9 @@ func newConfiguration(options []option) configuration {
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
+	}
+	if c.maxMessageSize <= 0 {
+		c.maxMessageSize = wire.DefaultMaxPayload
 	}
 	if c.origin == "" {
 		c.origin = defaultOrigin()

@@ -12,10 +12,6 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// reservedPrefix is the envelope's header namespace; the RabbitMQ transport
-// refuses application headers in it, and so does this one.
-const reservedPrefix = "x-acemq-"
-
 // message is a published message as the broker holds it: the envelope with
 // every default filled and every value copied, so the publisher cannot change it.
 type message struct {
@@ -24,6 +20,7 @@ type message struct {
 	envelope    messaging.Dispatch
 	redelivered bool
 	expiresAt   time.Time // zero: never
+	refused     error     // why the write refused this dispatch (wire.Check); never held in a queue
 }
 
 // envelopeOf fills the transport's defaults into a copy of dispatch and makes
@@ -89,17 +86,14 @@ func clampInt32(value int) int32 {
 	return int32(min(max(value, math.MinInt32), math.MaxInt32))
 }
 
-// wireHeaders copies the application's headers as an AMQP table carries them,
-// refusing the reserved x-acemq- names and values a table cannot hold.
+// wireHeaders copies the application's headers as an AMQP table carries them
+// (wire.Check has refused reserved names and values a table cannot hold).
 func wireHeaders(headers map[string]any) (map[string]any, error) {
 	if len(headers) == 0 {
 		return nil, nil
 	}
 	wire := make(map[string]any, len(headers))
 	for name, value := range headers {
-		if len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix) {
-			return nil, fmt.Errorf("memory: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, reservedPrefix)
-		}
 		converted, err := wireValue(value)
 		if err != nil {
 			return nil, fmt.Errorf("memory: header %q cannot travel in an AMQP table (%w); use strings, numbers, booleans, times, []byte or nested amqp091.Table values", name, err)
@@ -111,7 +105,8 @@ func wireHeaders(headers map[string]any) (map[string]any, error) {
 
 // wireValue returns value as it arrives after a trip through an AMQP table:
 // an int becomes an int32 (the client writes it as one), a time keeps whole
-// seconds, and slices and tables are copied.
+// seconds, slices and tables are copied, and a nested map[string]any arrives
+// as an amqp.Table (the RabbitMQ transport sends it as one).
 func wireValue(value any) (any, error) {
 	switch v := value.(type) {
 	case nil, bool, uint8, int8, int16, int32, int64, uint16, uint32, float32, float64, string, amqp.Decimal:
@@ -133,17 +128,23 @@ func wireValue(value any) (any, error) {
 		}
 		return copied, nil
 	case amqp.Table:
-		copied := make(amqp.Table, len(v))
-		for name, inner := range v {
-			converted, err := wireValue(inner)
-			if err != nil {
-				return nil, fmt.Errorf("table field %q %w", name, err)
-			}
-			copied[name] = converted
-		}
-		return copied, nil
+		return wireTable(v)
+	case map[string]any:
+		return wireTable(v)
 	}
 	return nil, fmt.Errorf("value %T not supported", value)
+}
+
+func wireTable(table map[string]any) (amqp.Table, error) {
+	copied := make(amqp.Table, len(table))
+	for name, inner := range table {
+		converted, err := wireValue(inner)
+		if err != nil {
+			return nil, fmt.Errorf("table field %q %w", name, err)
+		}
+		copied[name] = converted
+	}
+	return copied, nil
 }
 
 // delivery turns a held message into what a consumer reads; every mutable value

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -87,11 +88,20 @@ func (f *EnvelopeFixture) TestReservedHeadersAreRefusedAsTheTransportRefusesThem
 }
 
 func (f *EnvelopeFixture) TestHeaderValuesAnAMQPTableCannotCarryAreRefused() {
-	for _, value := range []any{map[string]any{"k": "v"}, uint64(1), struct{}{}, []any{[]string{"x"}}} {
+	for _, value := range []any{uint64(1), struct{}{}, []any{[]string{"x"}}, map[string]any{"k": struct{}{}}} {
 		err := f.broker.Publish(f.ctx, messaging.Dispatch{Topic: "events", Headers: map[string]any{"x-mine": value}})
-		f.So(err, errorContains, "cannot travel in an AMQP table")
+		f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+		f.So(err, errorContains, "which an AMQP table cannot carry")
 	}
 	f.So(f.broker.MessageCount("a"), should.Equal, 0)
+}
+
+func (f *EnvelopeFixture) TestANestedMapHeaderArrivesAsATableAsOnRabbitMQ() {
+	headers := map[string]any{"x-mine": map[string]any{"k": "v", "in": []any{map[string]any{"n": 1}}}}
+	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{Topic: "events", Headers: headers}), should.BeNil)
+	d, ok := f.broker.Pull("a")
+	f.So(ok, should.BeTrue)
+	f.So(d.Headers["x-mine"], should.Resemble, amqp.Table{"k": "v", "in": []any{amqp.Table{"n": int32(1)}}})
 }
 
 func (f *EnvelopeFixture) TestHeaderValuesArriveWithTheirWireTypes() {

@@ -5,11 +5,18 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // messageOf builds the held message for a dispatch, filling the envelope
-// defaults; it fails for headers the RabbitMQ transport would refuse.
+// defaults. A dispatch that cannot travel on AMQP (wire.Check, with the
+// configured maximum payload) is refused as the RabbitMQ transport refuses it:
+// a *messaging.FieldError matching messaging.ErrWireLimit, or the
+// reserved-header error.
 func (b *Broker) messageOf(dispatch messaging.Dispatch) (*message, error) {
+	if err := wire.Check(dispatch, b.config.maxMessageSize); err != nil {
+		return nil, err
+	}
 	envelope, err := envelopeOf(dispatch, b.config.clock(), b.config.origin)
 	if err != nil {
 		return nil, err
@@ -17,19 +24,21 @@ func (b *Broker) messageOf(dispatch messaging.Dispatch) (*message, error) {
 	return &message{exchange: dispatch.Topic, routingKey: dispatch.RoutingKey, envelope: envelope}, nil
 }
 
-// messagesOf builds the held messages for a write; one refused dispatch
-// refuses them all, as the RabbitMQ transport does.
-func (b *Broker) messagesOf(dispatches []messaging.Dispatch) ([]*message, []bool, error) {
+// messagesOf builds the held messages for a write. A dispatch that is refused
+// is kept as a refused message, answered alone with its error while the
+// others are published, as the RabbitMQ transport does.
+func (b *Broker) messagesOf(dispatches []messaging.Dispatch) ([]*message, []bool) {
 	messages := make([]*message, len(dispatches))
 	mandatory := make([]bool, len(dispatches))
 	for i, d := range dispatches {
 		m, err := b.messageOf(d)
 		if err != nil {
-			return nil, nil, fmt.Errorf("memory: dispatch %d of %d was not published (nor were the others): %w", i+1, len(dispatches), err)
+			m = &message{exchange: d.Topic, routingKey: d.RoutingKey, envelope: messaging.Dispatch{MessageID: d.MessageID},
+				refused: fmt.Errorf("memory: dispatch %d of %d was not published (the others were): %w", i+1, len(dispatches), err)}
 		}
 		messages[i], mandatory[i] = m, d.Mandatory
 	}
-	return messages, mandatory, nil
+	return messages, mandatory
 }
 
 // publishLocked routes m and enqueues a copy on every queue it reaches. It

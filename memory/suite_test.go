@@ -9,7 +9,8 @@ import (
 
 func TestMemoryPassesTheTransportSuite(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transporttest.Target {
-		broker := memory.New()
-		return transporttest.Target{Connector: broker, Topology: broker}
+		const maxPayload = 64 << 10
+		broker := memory.New(memory.Options.MaxMessageSize(maxPayload))
+		return transporttest.Target{Connector: broker, Topology: broker, MaxPayload: maxPayload}
 	})
 }

@@ -30,8 +30,11 @@ func (w *writer) usableLocked() error {
 
 // Write publishes every dispatch and returns how many landed. When any did
 // not, it returns a *messaging.PublishError with a result per dispatch. A
-// dispatch with a reserved (x-acemq-) header or a value an AMQP table cannot
-// carry refuses the whole write before anything is published.
+// dispatch that cannot travel on AMQP (a field over its wire limit, a header
+// value a table cannot carry, a payload over Options.MaxMessageSize, a
+// reserved x-acemq- header) is refused alone, as on RabbitMQ: its result
+// wraps messaging.ErrWireLimit or the reserved-header error, and the others
+// are published.
 func (w *writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	b := w.conn.broker
 	b.mu.Lock()
@@ -53,7 +56,8 @@ func (w *writer) acceptLocked(ctx context.Context, dispatches []messaging.Dispat
 	if err := w.usableLocked(); err != nil {
 		return nil, nil, err
 	}
-	return w.conn.broker.messagesOf(dispatches)
+	messages, mandatory := w.conn.broker.messagesOf(dispatches)
+	return messages, mandatory, nil
 }
 
 func (w *writer) publishLocked(messages []*message, mandatory []bool) (int, error) {
@@ -62,6 +66,10 @@ func (w *writer) publishLocked(messages []*message, mandatory []bool) (int, erro
 	landed := 0
 	for i, m := range messages {
 		results[i].MessageID = m.envelope.MessageID
+		if m.refused != nil { // refused alone before anything was sent
+			results[i].Err = m.refused
+			continue
+		}
 		if w.broken != nil {
 			results[i].Err = w.broken
 			continue
@@ -106,8 +114,9 @@ type commitWriter struct {
 }
 
 // Write holds the dispatches (copied, with their envelope defaults filled) for
-// the next Commit and reports them all accepted; a dispatch with headers the
-// transport refuses refuses the whole write.
+// the next Commit and reports them all accepted; a dispatch that cannot travel
+// on AMQP is held as refused, and Commit reports it alone in its
+// *messaging.PublishError while publishing the others.
 func (w *commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	b := w.conn.broker
 	b.mu.Lock()

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -152,17 +153,57 @@ func (f *WriterFixture) TestACommitReportsUnroutableMandatoryMessages() {
 	f.So(f.broker.MessageCount("q"), should.Equal, 1)
 }
 
-func (f *WriterFixture) TestAReservedHeaderRefusesTheWholeWrite() {
+func (f *WriterFixture) TestAReservedHeaderRefusesThatDispatchAlone() {
 	bad := messaging.Dispatch{RoutingKey: "q", Headers: map[string]any{"x-acemq-attempt": 9}}
 	n, err := f.writer().Write(f.ctx, ctxDispatch("", "q"), bad)
-	f.So(n, should.Equal, 0)
-	f.So(err, errorContains, "dispatch 2 of 2 was not published (nor were the others)")
+	f.So(n, should.Equal, 1)
+	f.So(err, errorContains, "dispatch 2 of 2 was not published (the others were)")
 	f.So(err, errorContains, `header "x-acemq-attempt" is in the reserved "x-acemq-" namespace`)
 
-	n, err = f.commitWriter().Write(f.ctx, bad)
+	w := f.commitWriter()
+	n, err = w.Write(f.ctx, bad, ctxDispatch("", "q"))
+	f.So(n, should.Equal, 2)
+	f.So(err, should.BeNil)
+	err = w.Commit()
+	var publishErr *messaging.PublishError
+	f.So(errors.As(err, &publishErr), should.BeTrue)
+	f.So(publishErr.Failed(), should.HaveLength, 1)
+	f.So(publishErr.Results[0].Err, errorContains, "reserved")
+	f.So(f.broker.MessageCount("q"), should.Equal, 2)
+}
+
+func (f *WriterFixture) TestAFieldOverItsWireLimitRefusesThatDispatchAlone() {
+	long := strings.Repeat("€", 100) // 300 bytes
+	for _, bad := range []messaging.Dispatch{
+		{RoutingKey: "q", MessageID: long},
+		{RoutingKey: "q", CorrelationID: long},
+		{RoutingKey: "q", ContentType: long},
+		{RoutingKey: "q", MessageType: long},
+		{RoutingKey: "q", Headers: map[string]any{long: "v"}},
+		{RoutingKey: "q", Headers: map[string]any{"x-mine": struct{}{}}},
+		{RoutingKey: long},
+	} {
+		n, err := f.writer().Write(f.ctx, ctxDispatch("", "q"), bad, ctxDispatch("", "q"))
+		f.So(n, should.Equal, 2)
+		f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+		var publishErr *messaging.PublishError
+		f.So(errors.As(err, &publishErr), should.BeTrue)
+		f.So(publishErr.Failed(), should.HaveLength, 1)
+		var field *messaging.FieldError
+		f.So(errors.As(publishErr.Results[1].Err, &field), should.BeTrue)
+	}
+	f.So(f.broker.MessageCount("q"), should.Equal, 14)
+}
+
+func (f *WriterFixture) TestAPayloadOverTheConfiguredMaximumIsRefused() {
+	broker := New(Options.MaxMessageSize(4))
+	conn, _ := broker.Connect(f.ctx)
+	w, _ := conn.Writer(f.ctx)
+	n, err := w.Write(f.ctx, messaging.Dispatch{MessageID: "big", Payload: []byte("12345")})
 	f.So(n, should.Equal, 0)
-	f.So(err, errorContains, "reserved")
-	f.So(f.broker.MessageCount("q"), should.Equal, 0)
+	var field *messaging.FieldError
+	f.So(errors.As(err, &field), should.BeTrue)
+	f.So(*field, should.Resemble, messaging.FieldError{MessageID: "big", Field: "Payload", Size: 5, Limit: 4})
 }
 
 func (f *WriterFixture) TestAWriteWhoseContextEndedPublishesNothing() {

@@ -22,7 +22,9 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 	return &commitWriter{writer: writer{pub: pub}}, nil
 }
 
-// Write encodes and buffers the dispatches; nothing is sent until Commit.
+// Write encodes and buffers the dispatches; nothing is sent until Commit. A
+// dispatch that cannot travel on AMQP is buffered as refused: Commit publishes
+// the others and reports it, alone, in its *messaging.PublishError.
 func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	w.mu.Lock()
 	closed := w.closed
@@ -30,10 +32,7 @@ func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch
 	if closed {
 		return 0, fmt.Errorf("write to a closed commit writer; open a new one: %w", messaging.ErrClosed)
 	}
-	messages, err := encodeAll(w.pub.config, dispatches)
-	if err != nil {
-		return 0, err
-	}
+	messages := encodeAll(w.pub.config, dispatches)
 	w.mu.Lock()
 	w.buffer = append(w.buffer, messages...)
 	w.mu.Unlock()

@@ -3,6 +3,7 @@ package rabbitmq
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -142,4 +143,31 @@ func (f *CommitWriterFixture) TestWriteAfterCloseIsErrClosed() {
 	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
 
 	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *CommitWriterFixture) TestADispatchOverAWireLimitIsRefusedAloneAtCommit() {
+	n, err := f.writer.Write(context.Background(),
+		messaging.Dispatch{MessageID: "1"},
+		messaging.Dispatch{MessageID: "bad", RoutingKey: strings.Repeat("k", 256)},
+		messaging.Dispatch{MessageID: "3"})
+	f.So(n, should.Equal, 3)
+	f.So(err, should.BeNil)
+	result := f.commit()
+	f.So(receive(f.T(), f.channel.published, "publish 1").msg.MessageId, should.Equal, "1")
+	f.So(receive(f.T(), f.channel.published, "publish 3").msg.MessageId, should.Equal, "3")
+	f.channel.Answer(1, true)
+	f.channel.Answer(2, true)
+	err = receive(f.T(), result, "Commit")
+
+	var publishErr *messaging.PublishError
+	f.So(errors.As(err, &publishErr), should.BeTrue)
+	f.So(publishErr.Failed(), should.HaveLength, 1)
+	f.So(publishErr.Results[1].MessageID, should.Equal, "bad")
+	var field *messaging.FieldError
+	f.So(errors.As(publishErr.Results[1].Err, &field), should.BeTrue)
+	f.So(field.Field, should.Equal, "RoutingKey")
+	f.So(field.Size, should.Equal, 256)
+	f.So(field.Limit, should.Equal, 255)
+	f.So(len(f.channel.published), should.Equal, 0)
+	f.So(f.raw.isSevered(), should.BeFalse)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -36,6 +37,7 @@ type configuration struct {
 	monitor        Monitor
 	connectionName string
 	maxOutstanding int
+	maxMessageSize int
 	origin         string
 	clock          Clock
 }
@@ -95,6 +97,16 @@ func (singleton) MaxOutstandingPublishes(value int) option {
 	return func(c *configuration) { c.maxOutstanding = value }
 }
 
+// MaxMessageSize is the largest payload, in bytes, a writer sends; a dispatch
+// with a larger one is refused alone, before anything is sent, with a
+// *messaging.FieldError matching messaging.ErrWireLimit. Set it to the broker's
+// max_message_size when that is lower than RabbitMQ's default, so that the
+// broker never has to refuse a message (which closes the writer's channel).
+// Default wire.DefaultMaxPayload (128 MiB, RabbitMQ's default).
+func (singleton) MaxMessageSize(value int) option {
+	return func(c *configuration) { c.maxMessageSize = value }
+}
+
 // Origin is written as x-acemq-origin when a Dispatch has none. Default
 // acemq@{hostname}, or acemq@unknown when the host has no name.
 func (singleton) Origin(value string) option {
@@ -133,6 +145,9 @@ func newConfiguration(options ...option) configuration {
 	}
 	if c.maxOutstanding <= 0 {
 		c.maxOutstanding = DefaultMaxOutstandingPublishes
+	}
+	if c.maxMessageSize <= 0 {
+		c.maxMessageSize = wire.DefaultMaxPayload
 	}
 	if c.origin == "" {
 		c.origin = defaultOrigin()

@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 // The envelope headers of the AceMQ wire contract. Every header under the reserved
 // prefix is removed from Delivery.Headers on consume.
 const (
-	reservedPrefix         = "x-acemq-"
 	headerID               = "x-acemq-id"
 	headerType             = "x-acemq-type"
 	headerVersion          = "x-acemq-version"
@@ -41,25 +39,25 @@ type outgoing struct {
 	key       string
 	mandatory bool
 	msg       amqp.Publishing
-}
-
-func isReserved(name string) bool {
-	return len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix)
+	// refused is why this dispatch was not encoded (wire.Check refused it):
+	// the publisher answers it with this error and sends the others.
+	refused error
 }
 
 // encodeDispatch writes d as AMQP properties and envelope headers, filling the
 // envelope defaults: a new id, correlation = id, type = routing key, version and
-// attempt 1, first seen = now, origin = defaultOrigin.
-func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string) (outgoing, error) {
+// attempt 1, first seen = now, origin = defaultOrigin. It first runs wire.Check
+// with maxPayload (<= 0: wire.DefaultMaxPayload), so that nothing the broker
+// would refuse, or that would make the client close the connection, is encoded:
+// such a dispatch returns the check's *messaging.FieldError (ErrWireLimit) or
+// the reserved-header error.
+func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string, maxPayload int) (outgoing, error) {
+	if err := wire.Check(d, maxPayload); err != nil {
+		return outgoing{}, err
+	}
 	headers := make(amqp.Table, len(d.Headers)+12)
 	for name, value := range d.Headers {
-		if isReserved(name) {
-			return outgoing{}, fmt.Errorf("header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, reservedPrefix)
-		}
-		headers[name] = value
-	}
-	if err := headers.Validate(); err != nil {
-		return outgoing{}, fmt.Errorf("a header value cannot travel in an AMQP table (%v); use strings, numbers, booleans, times, []byte or nested amqp091.Table values", err)
+		headers[name] = tableValue(value)
 	}
 
 	id := d.MessageID
@@ -128,6 +126,34 @@ func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string) (
 			Body:            d.Payload,
 		},
 	}, nil
+}
+
+// tableValue returns value as amqp091 writes it: a nested map[string]any (which
+// wire.Check accepts and amqp091 does not) becomes an amqp.Table, in arrays and
+// tables too. Everything else is returned as is.
+func tableValue(value any) any {
+	switch v := value.(type) {
+	case map[string]any:
+		table := make(amqp.Table, len(v))
+		for name, item := range v {
+			table[name] = tableValue(item)
+		}
+		return table
+	case amqp.Table:
+		table := make(amqp.Table, len(v))
+		for name, item := range v {
+			table[name] = tableValue(item)
+		}
+		return table
+	case []any:
+		items := make([]any, len(v))
+		for i, item := range v {
+			items[i] = tableValue(item)
+		}
+		return items
+	default:
+		return value
+	}
 }
 
 // propertyOf is value when it fits an AMQP short-string property, else empty:
@@ -208,7 +234,7 @@ func decodeDelivery(source amqp.Delivery, queue string, target *messaging.Delive
 	}
 
 	for name, value := range h {
-		if isReserved(name) {
+		if wire.IsReserved(name) {
 			continue
 		}
 		if target.Headers == nil {

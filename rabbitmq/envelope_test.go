@@ -1,9 +1,11 @@
 package rabbitmq
 
 import (
+	"errors"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 func TestEnvelopeFixture(t *testing.T) {
@@ -28,7 +31,7 @@ func (f *EnvelopeFixture) Setup() {
 }
 
 func (f *EnvelopeFixture) encode(d messaging.Dispatch) outgoing {
-	out, err := encodeDispatch(d, f.now, "svc@host")
+	out, err := encodeDispatch(d, f.now, "svc@host", 0)
 	f.So(err, should.BeNil)
 	return out
 }
@@ -133,15 +136,43 @@ func (f *EnvelopeFixture) TestHugeCountsAreClampedToTheWireWidth() {
 
 func (f *EnvelopeFixture) TestAReservedHeaderIsRefusedInAnyCase() {
 	for _, name := range []string{"x-acemq-id", "X-AceMQ-Custom"} {
-		_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{name: "v"}}, f.now, "")
-		f.So(err.Error(), should.Equal, `header "`+name+`" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
+		_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{name: "v"}}, f.now, "", 0)
+		f.So(err.Error(), should.Equal, `acemq: header "`+name+`" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
 	}
 }
 
 func (f *EnvelopeFixture) TestAHeaderValueAMQPCannotCarryIsRefused() {
-	_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{"x-app": struct{}{}}}, f.now, "")
+	_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{"x-app": struct{}{}}}, f.now, "", 0)
 
-	f.So(err.Error(), should.ContainSubstring, "cannot travel in an AMQP table")
+	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "which an AMQP table cannot carry")
+}
+
+func (f *EnvelopeFixture) TestAVerbatimCopysOverLongIDTravelsInItsHeaderAloneAndIsReadBackWhole() {
+	long := strings.Repeat("i", 300)
+	out := f.encode(messaging.Dispatch{RoutingKey: "q", MessageID: long, CorrelationID: long, MessageType: long, Verbatim: true})
+
+	f.So(out.msg.MessageId, should.BeEmpty)
+	f.So(out.msg.CorrelationId, should.BeEmpty)
+	f.So(out.msg.Type, should.BeEmpty)
+	f.So(out.msg.Headers["x-acemq-id"], should.Equal, long)
+	f.So(out.msg.Headers["x-acemq-correlation"], should.Equal, long)
+	f.So(out.msg.Headers["x-acemq-type"], should.Equal, long)
+
+	var got messaging.Delivery
+	decodeDelivery(amqp.Delivery{Headers: out.msg.Headers, MessageId: out.msg.MessageId, CorrelationId: out.msg.CorrelationId, Type: out.msg.Type}, "q", &got)
+	f.So(got.MessageID, should.Equal, long)
+	f.So(got.CorrelationID, should.Equal, long)
+	f.So(got.MessageType, should.Equal, long)
+}
+
+func (f *EnvelopeFixture) TestTheSameOverLongIDIsRefusedWhenNotVerbatim() {
+	_, err := encodeDispatch(messaging.Dispatch{MessageID: strings.Repeat("i", 300)}, f.now, "", 0)
+
+	var field *messaging.FieldError
+	f.So(errors.As(err, &field), should.BeTrue)
+	f.So(field.Field, should.Equal, "MessageID")
+	f.So(field.Limit, should.Equal, 255)
 }
 
 func (f *EnvelopeFixture) TestTheDecoderReadsWhatTheEncoderWrote() {
@@ -247,7 +278,7 @@ func FuzzDecodeDelivery(f *testing.F) {
 			t.Fatalf("id %q, correlation %q, type %q", got.MessageID, got.CorrelationID, got.MessageType)
 		}
 		for name := range got.Headers {
-			if isReserved(name) {
+			if wire.IsReserved(name) {
 				t.Fatalf("reserved header %q reached the application", name)
 			}
 		}

@@ -110,6 +110,10 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 	paused := p.conn.pausedSignal()
 	var stop error
 	for i, m := range messages {
+		if m.refused != nil { // refused alone before anything was sent; not a reason to stop the others
+			results[i].Err = m.refused
+			continue
+		}
 		if stop != nil {
 			results[i].Err = fmt.Errorf("message %s was not published because an earlier message of this write failed: %w", m.id, stop)
 			continue

@@ -28,7 +28,11 @@ func (c *connection) Writer(ctx context.Context) (messaging.Writer, error) {
 
 // Write publishes every dispatch, pipelined, and waits for the broker to confirm
 // them. It returns how many landed and, when not all did, a *messaging.PublishError
-// with one result per dispatch.
+// with one result per dispatch. A dispatch that cannot travel on AMQP (a field
+// over its wire limit, a header value a table cannot carry, a payload over
+// Options.MaxMessageSize, a reserved header) is refused alone before anything
+// is sent: its result wraps messaging.ErrWireLimit (a *messaging.FieldError)
+// or the reserved-header error, and the others are published.
 func (w *writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	if err := w.ready(); err != nil {
 		return 0, err
@@ -36,11 +40,7 @@ func (w *writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 	if len(dispatches) == 0 {
 		return 0, nil
 	}
-	messages, err := encodeAll(w.pub.config, dispatches)
-	if err != nil {
-		return 0, err
-	}
-	return w.pub.publish(ctx, publishOperation, messages)
+	return w.pub.publish(ctx, publishOperation, encodeAll(w.pub.config, dispatches))
 }
 
 func (w *writer) ready() error {
@@ -69,15 +69,20 @@ func (w *writer) Close() error {
 	return w.pub.close()
 }
 
-func encodeAll(config *configuration, dispatches []messaging.Dispatch) ([]outgoing, error) {
+// encodeAll encodes every dispatch. One that cannot travel (wire.Check) is kept
+// as a refused message: the publisher answers it with its error in the
+// *messaging.PublishError and publishes the others, so one bad field never
+// costs the rest of the write, nor the connection.
+func encodeAll(config *configuration, dispatches []messaging.Dispatch) []outgoing {
 	now := config.clock.Now()
 	messages := make([]outgoing, len(dispatches))
 	for i, d := range dispatches {
-		m, err := encodeDispatch(d, now, config.origin)
+		m, err := encodeDispatch(d, now, config.origin, config.maxMessageSize)
 		if err != nil {
-			return nil, fmt.Errorf("dispatch %d of %d was not published (nor were the others): %w", i+1, len(dispatches), err)
+			m = outgoing{id: d.MessageID, exchange: d.Topic, key: d.RoutingKey,
+				refused: fmt.Errorf("dispatch %d of %d was not published (the others were): %w", i+1, len(dispatches), err)}
 		}
 		messages[i] = m
 	}
-	return messages, nil
+	return messages
 }

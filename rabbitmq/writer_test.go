@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 func TestWriterFixture(t *testing.T) {
@@ -372,14 +375,89 @@ func (f *WriterFixture) TestANewConnectionStartsUnblocked() {
 	f.So(receive(f.T(), result, "Write"), should.BeNil)
 }
 
-func (f *WriterFixture) TestAReservedHeaderIsRefusedBeforeAnythingIsSent() {
-	_, err := f.writer.Write(context.Background(),
-		messaging.Dispatch{},
-		messaging.Dispatch{Headers: map[string]any{"x-acemq-id": "mine"}},
+func (f *WriterFixture) TestAReservedHeaderRefusesThatDispatchAloneBeforeAnythingIsSent() {
+	result := f.write(context.Background(),
+		messaging.Dispatch{MessageID: "fine"},
+		messaging.Dispatch{MessageID: "spoof", Headers: map[string]any{"x-acemq-id": "mine"}},
 	)
+	f.So(f.published().msg.MessageId, should.Equal, "fine")
+	f.channel.Answer(1, true)
+	got := receive(f.T(), result, "Write")
 
-	f.So(err.Error(), should.EndWith, `header "x-acemq-id" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
+	f.So(got.n, should.Equal, 1)
+	var publishErr *messaging.PublishError
+	f.So(errors.As(got.err, &publishErr), should.BeTrue)
+	f.So(publishErr.Results[0].Err, should.BeNil)
+	f.So(publishErr.Results[1].MessageID, should.Equal, "spoof")
+	f.So(publishErr.Results[1].Err.Error(), should.EndWith, `header "x-acemq-id" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
 	f.So(len(f.channel.published), should.Equal, 0)
+}
+
+func (f *WriterFixture) TestAFieldOverItsWireLimitRefusesThatDispatchAloneAndTheOthersArePublished() {
+	long := strings.Repeat("€", 100) // 300 bytes
+	tag := uint64(0)
+	for _, bad := range []messaging.Dispatch{
+		{MessageID: long},
+		{RoutingKey: long},
+		{CorrelationID: long},
+		{ContentType: long},
+		{MessageType: long},
+		{Headers: map[string]any{strings.Repeat("h", 300): "v"}},
+		{Headers: map[string]any{"x-app": struct{}{}}},
+		{Payload: make([]byte, wire.DefaultMaxPayload+1)},
+	} {
+		result := f.write(context.Background(), messaging.Dispatch{MessageID: "before"}, bad, messaging.Dispatch{MessageID: "after"})
+		first, second := f.published(), f.published()
+		f.channel.Answer(tag+1, true)
+		f.channel.Answer(tag+2, true)
+		tag += 2
+		got := receive(f.T(), result, "Write")
+
+		f.So(first.msg.MessageId, should.Equal, "before")
+		f.So(second.msg.MessageId, should.Equal, "after")
+		f.So(got.n, should.Equal, 2)
+		f.So(errors.Is(got.err, messaging.ErrWireLimit), should.BeTrue)
+		var publishErr *messaging.PublishError
+		f.So(errors.As(got.err, &publishErr), should.BeTrue)
+		f.So(publishErr.Failed(), should.HaveLength, 1)
+		var field *messaging.FieldError
+		f.So(errors.As(publishErr.Results[1].Err, &field), should.BeTrue)
+		f.So(len(f.channel.published), should.Equal, 0)
+	}
+	f.So(f.raw.isSevered(), should.BeFalse)
+}
+
+func (f *WriterFixture) TestAPayloadOverTheConfiguredMaximumIsRefusedNamingTheLimit() {
+	_ = f.connector.Close()
+	f.connector = New(f.h.options(Options.MaxMessageSize(10))...)
+	f.conn, _ = f.connector.Connect(context.Background())
+	f.raw = f.h.dialer.last()
+	var err error
+	f.writer, err = f.conn.Writer(context.Background())
+	f.So(err, should.BeNil)
+
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "big", Payload: make([]byte, 11)})
+
+	f.So(n, should.Equal, 0)
+	var field *messaging.FieldError
+	f.So(errors.As(err, &field), should.BeTrue)
+	f.So(*field, should.Resemble, messaging.FieldError{MessageID: "big", Field: "Payload", Size: 11, Limit: 10})
+}
+
+func (f *WriterFixture) TestANestedMapHeaderTravelsAsATable() {
+	result := f.write(context.Background(), messaging.Dispatch{Headers: map[string]any{
+		"x-app": map[string]any{"inner": map[string]any{"n": 1}, "list": []any{map[string]any{"k": "v"}}},
+	}})
+	sent := f.published()
+	f.channel.Answer(1, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.err, should.BeNil)
+	f.So(sent.msg.Headers["x-app"], should.Resemble, amqp.Table{
+		"inner": amqp.Table{"n": 1},
+		"list":  []any{amqp.Table{"k": "v"}},
+	})
+	f.So(sent.msg.Headers.Validate(), should.BeNil)
 }
 
 func (f *WriterFixture) TestWriteAfterCloseIsErrClosed() {

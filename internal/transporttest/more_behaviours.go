@@ -84,27 +84,6 @@ func undeclaredExchange(h *harness) {
 	}
 }
 
-func reservedHeader(h *harness) {
-	queue := h.queue()
-	conn := h.connect()
-	s := h.declared(conn, queue, 2)
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
-	defer func() { _ = w.Close() }()
-	n, err := w.Write(h.context(),
-		toQueue(queue, "fine"),
-		messaging.Dispatch{RoutingKey: queue, Headers: map[string]any{"x-acemq-id": "spoof"}, Payload: []byte("spoof")})
-	if n != 0 || err == nil || !strings.Contains(err.Error(), "reserved") {
-		h.t.Fatalf("write with a reserved header = %d, %v; want 0 and an error about the reserved namespace", n, err)
-	}
-	h.write(conn, toQueue(queue, "after"))
-	if d := h.read(s); string(d.Payload) != "after" {
-		h.t.Fatalf("read %q; a refused write must publish none of its dispatches", d.Payload)
-	}
-}
-
 func exclusiveQueue(h *harness) {
 	queue := h.queue()
 	owner := h.connect()

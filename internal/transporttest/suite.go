@@ -1,8 +1,8 @@
 // Package transporttest is a conformance suite for messaging.Connector
 // implementations: the behaviours the RabbitMQ and in-memory transports share
 // (routing through a topic to a bound queue, honest unroutable errors, requeue
-// order, redeclare mismatches, the envelope round trip, prefetch, and
-// CommitWriter commit and rollback). Each transport's tests call Run.
+// order, redeclare mismatches, the envelope round trip, prefetch, CommitWriter
+// commit and rollback, and the wire limits that refuse one dispatch alone). Each transport's tests call Run.
 package transporttest
 
 import (
@@ -32,6 +32,10 @@ type Topology interface {
 type Target struct {
 	Connector messaging.Connector
 	Topology  Topology
+	// MaxPayload is the largest payload the connector was configured to send
+	// (its MaxMessageSize option); keep it small so the suite's over-limit
+	// payload is cheap.
+	MaxPayload int
 }
 
 // Run runs every behaviour of the suite as a subtest; open is called once per
@@ -57,7 +61,10 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"TopicExchangeRoutesWordByWord", topicRouting},
 		{"DirectExchangeRoutesOnTheExactKey", directRouting},
 		{"PublishingToAnUndeclaredExchangeFailsNotFound", undeclaredExchange},
-		{"ReservedHeaderRefusesTheWholeWrite", reservedHeader},
+		{"ReservedHeaderRefusesThatDispatchAlone", reservedHeader},
+		{"AFieldOverItsWireLimitIsRefusedAloneAndTheOthersArePublished", wireLimitRefusesAlone},
+		{"ACommitRefusesAFieldOverItsWireLimitAloneAndPublishesTheOthers", wireLimitRefusesAloneOnCommit},
+		{"AVerbatimCopyWithOverLongEnvelopeValuesTravelsWhole", verbatimCopyTravels},
 		{"ExclusiveQueueIsLockedToItsConnection", exclusiveQueue},
 		{"ClosedStreamsAndWritersFailClosed", closedFailClosed},
 		{"AcknowledgingAnUnknownDeliveryAcknowledgesNone", unknownAcknowledgement},
