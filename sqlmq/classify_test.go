@@ -1,53 +1,120 @@
 package sqlmq
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
 	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
 )
+
+func verdicts(outcomes []outcome) []verdict {
+	out := make([]verdict, len(outcomes))
+	for i, o := range outcomes {
+		out[i] = o.verdict
+	}
+	return out
+}
+
+func sameVerdicts(t *testing.T, what string, got []outcome, want ...verdict) {
+	t.Helper()
+	g := verdicts(got)
+	if fmt.Sprint(g) != fmt.Sprint(want) {
+		t.Fatalf("%s: got verdicts %v, want %v", what, g, want)
+	}
+}
 
 // Two rows may share a message id (one event published to two exchanges): one
 // row's confirm must never settle the other.
 func TestClassifyNeverSettlesTwoRowsOnOneConfirm(t *testing.T) {
 	rows := []row{{dispatch: messaging.Dispatch{MessageID: "same"}}, {dispatch: messaging.Dispatch{MessageID: "same"}}}
 
-	byPosition := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
+	sameVerdicts(t, "by position", classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
 		{MessageID: "same", Confirmed: true, Routed: true},
 		{MessageID: "same", Err: messaging.ErrArrivalUnknown},
-	}})
-	if byPosition[0] != nil || !errors.Is(byPosition[1], errTransient) {
-		t.Fatalf("by position: want [nil transient], got %v", byPosition)
-	}
+	}}), confirmed, unknown)
 
-	byID := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
+	sameVerdicts(t, "by id, one result for two rows", classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
 		{MessageID: "same", Confirmed: true, Routed: true},
-	}})
-	if byID[0] != nil || !errors.Is(byID[1], errTransient) {
-		t.Fatalf("by id, one result for two rows: want [nil transient], got %v", byID)
-	}
+	}}), confirmed, unknown)
 
-	unroutableSecond := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
+	sameVerdicts(t, "unroutable second", classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
 		{MessageID: "same", Confirmed: true, Routed: true},
 		{MessageID: "same", Confirmed: true, Err: messaging.ErrUnroutable},
-	}})
-	if unroutableSecond[0] != nil || !errors.Is(unroutableSecond[1], messaging.ErrUnroutable) {
-		t.Fatalf("want [nil unroutable], got %v", unroutableSecond)
-	}
+	}}), confirmed, refused)
 }
 
-func TestClassifyRetriesARowWhoseResultNamesAnotherMessage(t *testing.T) {
+func TestClassifyLeavesARowWhoseResultNamesAnotherMessageUnknown(t *testing.T) {
 	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
 	got := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "b", Confirmed: true, Routed: true}}})
-	if !errors.Is(got[0], errTransient) {
-		t.Fatalf("want transient, got %v", got)
-	}
+	sameVerdicts(t, "foreign result", got, unknown)
 }
 
-func TestClassifyTreatsANackAsTransient(t *testing.T) {
+func TestClassifyTreatsANackAsPassing(t *testing.T) {
 	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
 	got := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrRefused}}})
-	if !errors.Is(got[0], errTransient) {
-		t.Fatalf("a nack must not count towards retirement; got %v", got)
+	sameVerdicts(t, "nack", got, passing)
+}
+
+// A channel-level exception ends the channel for every message pipelined after
+// the one that caused it: it names a row only when the row was published alone.
+func TestClassifyBlamesAChannelRefusalOnlyOnARowPublishedAlone(t *testing.T) {
+	tooLarge := fmt.Errorf("message x: the channel closed before the broker confirmed it (%w): %w",
+		&amqp.Error{Code: amqp.PreconditionFailed, Reason: "PRECONDITION_FAILED - message size 2000000 is larger than configured max size 1048576"},
+		messaging.ErrArrivalUnknown)
+	three := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}, {dispatch: messaging.Dispatch{MessageID: "b"}}, {dispatch: messaging.Dispatch{MessageID: "c"}}}
+	all := &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}, {MessageID: "b", Err: tooLarge}, {MessageID: "c", Err: tooLarge}}}
+	sameVerdicts(t, "pipelined", classify(three, all), unknown, unknown, unknown)
+	if !isolable(all) || unreachable(context.Background(), all) {
+		t.Fatalf("a batch the broker closed the channel on must be isolated, not waited out")
+	}
+
+	alone := three[:1]
+	sameVerdicts(t, "alone", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}}}), refused)
+	sameVerdicts(t, "alone, missing exchange, no account", classify(alone, &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange"}), refused)
+	sameVerdicts(t, "alone, connection lost", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrArrivalUnknown}}}), unknown)
+}
+
+func TestClassifyMarksAWireLimitUnpublishable(t *testing.T) {
+	field := &messaging.FieldError{Field: "MessageID", Size: 300, Limit: 255}
+	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}, {dispatch: messaging.Dispatch{MessageID: "b"}}}
+	sameVerdicts(t, "per row", classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: field}, {MessageID: "b", Confirmed: true, Routed: true},
+	}}), unpublishable, confirmed)
+	sameVerdicts(t, "whole write, several rows", classify(rows, fmt.Errorf("batch writer: write 2 message(s): %w", field)), unknown, unknown)
+	if !isolable(fmt.Errorf("write: %w", field)) {
+		t.Fatalf("a write refused for a wire limit must be isolated")
+	}
+	sameVerdicts(t, "whole write, alone", classify(rows[:1], fmt.Errorf("write: %w", field)), unpublishable)
+}
+
+// An outage is never a message's fault: it is waited out, not isolated and
+// not counted.
+func TestAnOutageIsRecognisedAndIsNotIsolated(t *testing.T) {
+	refusedDial := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	for _, err := range []error{
+		fmt.Errorf("batch writer: connect: %w", refusedDial),
+		&messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: fmt.Errorf("blocked: %w", messaging.ErrPublishingPaused)}}},
+		fmt.Errorf("connect did not complete: %w", messaging.ErrConnectTimeout),
+		fmt.Errorf("%w", messaging.ErrClosed),
+	} {
+		if !unreachable(context.Background(), err) {
+			t.Errorf("%v: want unreachable", err)
+		}
+	}
+	reset := fmt.Errorf("batch writer: open commit writer: %w", syscall.ECONNRESET)
+	if unreachable(context.Background(), reset) || isolable(reset) {
+		t.Errorf("%v: a failure before publishing is the broker's, to be waited out without isolating", reset)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !unreachable(ended, errors.New("anything")) {
+		t.Errorf("a stopping processor must not count or isolate")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Default values of the options. A zero or negative duration or capacity given to
@@ -15,8 +17,6 @@ const (
 	DefaultChannelBufferCapacity   = 1024
 	DefaultRetryTimeout            = 5 * time.Second
 	DefaultIsolationLevel          = sql.LevelReadCommitted
-	DefaultHandoffTimeout          = 10 * time.Second
-	DefaultDeferredHandoffCapacity = 8192
 	DefaultMaxAttempts             = 10
 	DefaultPageSize                = 500
 	DefaultLinger                  = 10 * time.Millisecond
@@ -25,6 +25,8 @@ const (
 	DefaultPruneBatchSize          = 500
 	DefaultPruneInterval           = time.Minute
 	DefaultShutdownTimeout         = 30 * time.Second
+	// DefaultMaxPayload is RabbitMQ's default max_message_size (128 MiB).
+	DefaultMaxPayload = wire.DefaultMaxPayload
 )
 
 type configuration struct {
@@ -36,8 +38,7 @@ type configuration struct {
 	channelCap int
 	retry      time.Duration
 	isolation  sql.IsolationLevel
-	handoff    time.Duration
-	deferred   int
+	maxPayload int
 	maxAttempt int
 	pageSize   int
 	linger     time.Duration
@@ -98,12 +99,15 @@ func (singleton) Table(name string) option {
 }
 
 // ChannelBufferCapacity is the number of committed messages the dispatch
-// processor accepts into memory ahead of publishing them (default 1024).
+// processor accepts into memory ahead of publishing them (default 1024). When
+// it is full, Commit does not wait: the rows are already durable, and the
+// processor publishes them from the table once it has caught up.
 func (singleton) ChannelBufferCapacity(capacity int) option {
 	return func(c *configuration) { c.channelCap = capacity }
 }
 
-// RetryTimeout is the wait between publish attempts after an error (default 5s).
+// RetryTimeout is the wait between publish attempts after an error, and
+// before a row whose own publish failed is tried again (default 5s).
 func (singleton) RetryTimeout(d time.Duration) option {
 	return func(c *configuration) { c.retry = d }
 }
@@ -114,22 +118,25 @@ func (singleton) IsolationLevel(level sql.IsolationLevel) option {
 	return func(c *configuration) { c.isolation = level }
 }
 
-// HandoffTimeout bounds the wait, after the SQL commit, for the dispatch
-// processor to accept the committed messages; what it has not accepted then is
-// handed off in the background (default 10s).
-func (singleton) HandoffTimeout(d time.Duration) option {
-	return func(c *configuration) { c.handoff = d }
+// MaxPayload is the largest payload Write accepts, in bytes (default
+// DefaultMaxPayload, RabbitMQ's default max_message_size). Set it to the
+// broker's max_message_size when that is lower, so an over-large message is
+// refused by Write with messaging.ErrWireLimit instead of being stored and
+// refused by the broker later. On MySQL and MariaDB the server's
+// max_allowed_packet must also exceed it (MariaDB's default is 16 MiB), or the
+// INSERT of a large row fails and Commit returns that error.
+func (singleton) MaxPayload(bytes int) option {
+	return func(c *configuration) { c.maxPayload = bytes }
 }
 
-// DeferredHandoffCapacity is how many messages background handoffs may hold in
-// memory at one time; past it Commit waits for the processor (default 8192).
-func (singleton) DeferredHandoffCapacity(capacity int) option {
-	return func(c *configuration) { c.deferred = capacity }
-}
-
-// MaxAttempts is how many times the broker may refuse a row (unroutable,
-// negatively acknowledged, missing exchange) before the row is retired: kept,
-// never published again until an operator releases it (default 10).
+// MaxAttempts is how many failed publishes of a row are counted before the row
+// is retired: kept, never published again until an operator releases it
+// (default 10). A failure is counted when it is the row's own: the broker
+// refused that message (unroutable, missing exchange, message too large), or
+// it failed alone while other rows published. An outage (broker unreachable,
+// publishing paused, every row failing alike) and a nack are never counted. A
+// row that can never be published (it breaks an AMQP wire limit, say a row
+// written by an older version) is retired at once.
 func (singleton) MaxAttempts(attempts int) option {
 	return func(c *configuration) { c.maxAttempt = attempts }
 }
@@ -204,8 +211,8 @@ func (singleton) Monitor(monitor Monitor) option {
 	return func(c *configuration) { c.monitor = monitor }
 }
 
-// Context is the process context. The dispatch processor and background
-// handoffs run on it; ending it stops them as Close does (default Background).
+// Context is the process context. The dispatch processor runs on it; ending it
+// stops the processor as Close does (default Background).
 func (singleton) Context(ctx context.Context) option {
 	return func(c *configuration) { c.ctx = ctx }
 }
@@ -234,8 +241,7 @@ func newConfiguration(options []option) configuration {
 	if c.isolation == sql.LevelDefault {
 		c.isolation = DefaultIsolationLevel
 	}
-	c.handoff = defaultDuration(c.handoff, DefaultHandoffTimeout)
-	c.deferred = defaultInt(c.deferred, DefaultDeferredHandoffCapacity)
+	c.maxPayload = defaultInt(c.maxPayload, DefaultMaxPayload)
 	c.maxAttempt = defaultInt(c.maxAttempt, DefaultMaxAttempts)
 	c.pageSize = defaultInt(c.pageSize, DefaultPageSize)
 	c.linger = defaultDuration(c.linger, DefaultLinger)

@@ -23,7 +23,7 @@ type ConfigFixture struct {
 func (f *ConfigFixture) TestZeroAndNegativeValuesMeanTheDefaults() {
 	c := newConfiguration([]option{
 		Options.StorageHandle(&sql.DB{}), Options.ChannelBufferCapacity(-1), Options.RetryTimeout(0),
-		Options.HandoffTimeout(-time.Second), Options.DeferredHandoffCapacity(0), Options.MaxAttempts(-3),
+		Options.MaxPayload(-1), Options.MaxAttempts(-3),
 		Options.PageSize(0), Options.LeaseTimeout(0), Options.Retention(-1), Options.PruneBatchSize(0),
 		Options.PruneInterval(0), Options.ShutdownTimeout(0),
 	})
@@ -33,8 +33,7 @@ func (f *ConfigFixture) TestZeroAndNegativeValuesMeanTheDefaults() {
 	f.So(c.channelCap, should.Equal, 1024)
 	f.So(c.retry, should.Equal, 5*time.Second)
 	f.So(c.isolation, should.Equal, sql.LevelReadCommitted)
-	f.So(c.handoff, should.Equal, 10*time.Second)
-	f.So(c.deferred, should.Equal, 8192)
+	f.So(c.maxPayload, should.Equal, 128<<20)
 	f.So(c.maxAttempt, should.Equal, 10)
 	f.So(c.pageSize, should.Equal, DefaultPageSize)
 	f.So(c.lease, should.Equal, DefaultLeaseTimeout)

@@ -23,7 +23,7 @@ func TestIntegrationTheBacklogDrainsAfterTheBrokerBlocksAndDropsEveryConnection(
 	queue := setup.queue("storm", exchange)
 	log := newLogRecorder()
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.BrokerTimeout(2*time.Second))
-	outbox := newInstanceOver(t, transport, b, db, table, Options.Logger(slog.New(log)), Options.HandoffTimeout(20*time.Millisecond))
+	outbox := newInstanceOver(t, transport, b, db, table, Options.Logger(slog.New(log)), Options.ChannelBufferCapacity(64))
 	start := time.Now()
 
 	t.Cleanup(func() { testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })

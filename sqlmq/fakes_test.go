@@ -367,7 +367,6 @@ type harness struct {
 
 const (
 	testRetry   = 5 * time.Second
-	testHandoff = 10 * time.Second
 	testLease   = time.Hour
 	testSweep   = 30 * time.Minute
 	testPrune   = 2 * time.Hour
@@ -378,7 +377,7 @@ func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
 	base := []option{
 		Options.StorageHandle(db), Options.Dialect(SQLite), Options.Clock(h.clock),
 		Options.Logger(slog.New(h.log)), Options.Monitor(h.monitor),
-		Options.RetryTimeout(testRetry), Options.HandoffTimeout(testHandoff),
+		Options.RetryTimeout(testRetry),
 		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),
 		func(c *configuration) { c.newPublisher = func() publisher { return h.publisher } },
 	}
@@ -495,4 +494,16 @@ func (h *harness) countIn(table string) int {
 		h.t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// awaitCount waits until n rows meet condition.
+func (h *harness) awaitCount(condition string, n int) {
+	h.t.Helper()
+	deadline := time.Now().Add(testBound)
+	for got := h.count(condition); got != n; got = h.count(condition) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d rows, not %d, meet %q after %s", got, n, condition, testBound)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -3,8 +3,9 @@ package sqlmq
 import (
 	"context"
 	"database/sql"
-	"testing"
 	"time"
+
+	"testing"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -23,111 +24,68 @@ func (f *HandoffFixture) Setup() {
 	f.db = openSQLite(tb(f))
 }
 
-func (f *HandoffFixture) TestClosingTheConnectionNeverWaitsBehindACommitInHandoff() {
+// With nobody taking rows from the channel, Commit still returns at once: the
+// rows are durable, and the processor publishes those the channel could not
+// hold from the table, in commit order.
+func (f *HandoffFixture) TestCommitNeverWaitsForAFullChannel() {
 	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
-	connection, err := h.connector.Connect(context.Background())
-	f.So(err, should.BeNil)
-	writer, err := connection.CommitWriter(context.Background())
-	f.So(err, should.BeNil)
-	_, _ = writer.Write(context.Background(), messages("a", "b")...)
-	committed := make(chan error, 1)
-	go func() { committed <- writer.Commit() }()
-	h.clock.Await(tb(f), testHandoff) // the commit is in its handoff, waiting for the processor
-
-	closed := make(chan error, 1)
-	go func() { closed <- connection.Close() }()
-	select {
-	case err := <-closed:
-		f.So(err, should.BeNil)
-	case <-time.After(testBound):
-		tb(f).Fatalf("closing the connection waited behind a commit in handoff")
-	}
-	f.So(h.processor.Close(), should.BeNil) // ends the handoff
-	select {
-	case err := <-committed:
-		f.So(err, should.BeNil)
-	case <-time.After(testBound):
-		tb(f).Fatalf("Commit did not return after the processor closed")
-	}
-}
-
-func (f *HandoffFixture) TestAProcessorThatDoesNotAcceptWithinTheTimeoutGetsTheRestInTheBackground() {
-	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
-	result := h.CommitAsync(messages("a", "b", "c")...)
-	h.clock.Await(tb(f), testHandoff)
-	h.awaitChannel(1)
-	h.clock.Fire(testHandoff)
-	f.So(await(tb(f), result), should.BeNil)
-	f.So(h.log.Await(tb(f), "WARN Committed"), should.Equal,
-		"WARN Committed [3] message(s) to durable storage, but the dispatch processor did not accept [2] of them within [10s]. The handoff continues in the background.")
+	f.So(await(tb(f), h.CommitAsync(messages("a", "b", "c")...)), should.BeNil)
+	f.So(await(tb(f), h.CommitAsync(message("d"))), should.BeNil)
+	f.So(len(h.processor.(*processor).outbox.channel), should.Equal, 1)
+	f.So(h.log.Await(tb(f), "channel is full"), should.Equal,
+		"WARN The dispatch processor's channel is full [1]; committed message(s) stay in durable storage and the processor publishes them from there.")
+	f.So(h.count("dispatched_us IS NULL"), should.Equal, 4)
 
 	h.Listen()
-	h.monitor.AwaitConfirmed(tb(f), 3)
-	f.So(h.publisher.Published(), should.Equal, []string{"a", "b", "c"})
+	h.monitor.AwaitConfirmed(tb(f), 4)
+	f.So(h.publisher.Published(), should.Equal, []string{"a", "b", "c", "d"})
+	h.log.Await(tb(f), "commits hand their messages to it again")
+
+	f.So(h.Commit(message("e")), should.BeNil) // through the channel again
+	h.monitor.AwaitConfirmed(tb(f), 5)
+	f.So(h.publisher.Published(), should.Equal, []string{"a", "b", "c", "d", "e"})
+	f.So(h.processor.(*processor).outbox.isSuspended(), should.BeFalse)
 }
 
-func (f *HandoffFixture) TestPastTheDeferredCapacityCommitWaitsForTheProcessor() {
-	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1), Options.DeferredHandoffCapacity(1))
-	first := h.CommitAsync(messages("a1", "a2")...)
-	h.clock.Await(tb(f), testHandoff)
-	h.awaitChannel(1)
-	h.clock.Fire(testHandoff)
-	f.So(await(tb(f), first), should.BeNil)
+// Once a handoff found the channel full, later commits leave their rows in the
+// table even when the channel has room again, so none overtakes a row
+// committed before it.
+func (f *HandoffFixture) TestCommitsAfterAFullChannelDoNotOvertakeTheRowsLeftInTheTable() {
+	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1), Options.PageSize(1))
+	h.publisher.gate = make(chan struct{})
+	h.Listen()
+	f.So(h.Commit(message("a")), should.BeNil)
+	h.publisher.Next(tb(f)) // a is being published, and holds the processor
+	f.So(h.Commit(message("b")), should.BeNil)
+	f.So(h.Commit(message("c")), should.BeNil) // the channel holds b: c stays in the table
+	f.So(h.processor.(*processor).outbox.isSuspended(), should.BeTrue)
+	h.publisher.gate <- struct{}{} // a lands; the processor takes b
+	h.publisher.Next(tb(f))
+	f.So(h.Commit(message("d")), should.BeNil) // the channel has room, but c is older
+	f.So(len(h.processor.(*processor).outbox.channel), should.Equal, 0)
+	close(h.publisher.gate)
+	h.monitor.AwaitConfirmed(tb(f), 4)
+	f.So(h.publisher.Published(), should.Equal, []string{"a", "b", "c", "d"})
+}
 
-	second := h.CommitAsync(message("b1"))
-	h.clock.AwaitFire(tb(f), testHandoff)
-	f.So(h.log.Await(tb(f), "Deferred handoff capacity"), should.Equal,
-		"WARN Deferred handoff capacity [1] reached; waiting for the dispatch processor to accept [1] message(s).")
-	select {
-	case <-second:
-		f.Error("Commit returned while the deferred capacity was full")
-	default:
+// Memory stays bounded by the channel however many commits the processor is
+// behind, and every Commit returns.
+func (f *HandoffFixture) TestManyCommitsBehindAStuckProcessorAllReturnAndAllArePublished() {
+	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(4), Options.PageSize(7))
+	h.publisher.gate = make(chan struct{})
+	h.Listen()
+	var ids []string
+	for i := range 40 {
+		id := string(rune('A'+i/26)) + string(rune('a'+i%26))
+		ids = append(ids, id)
+		started := time.Now()
+		f.So(h.Commit(message(id)), should.BeNil)
+		f.So(time.Since(started), should.BeLessThan, time.Second)
+		f.So(len(h.processor.(*processor).outbox.channel), should.BeLessThanOrEqualTo, 4)
 	}
-
-	h.Listen()
-	f.So(await(tb(f), second), should.BeNil)
-	h.monitor.AwaitConfirmed(tb(f), 3)
-	f.So(h.publisher.Published(), should.Equal, []string{"a1", "a2", "b1"})
-}
-
-func (f *HandoffFixture) TestLaterCommitsQueueBehindADeferredHandoff() {
-	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
-	first := h.CommitAsync(messages("a1", "a2")...)
-	h.clock.Await(tb(f), testHandoff)
-	h.awaitChannel(1)
-	h.clock.Fire(testHandoff)
-	f.So(await(tb(f), first), should.BeNil)
-	second := h.CommitAsync(message("b1"))
-	h.clock.AwaitFire(tb(f), testHandoff)
-	f.So(await(tb(f), second), should.BeNil)
-
-	h.Listen()
-	h.monitor.AwaitConfirmed(tb(f), 3)
-	f.So(h.publisher.Published(), should.Equal, []string{"a1", "a2", "b1"})
-}
-
-func (f *HandoffFixture) TestCloseDuringTheHandoffLeavesTheRowsForTheNextStartAndCommitSucceeds() {
-	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
-	result := h.CommitAsync(messages("a", "b", "c")...)
-	h.clock.Await(tb(f), testHandoff)
-	h.awaitChannel(1)
-	f.So(h.processor.Close(), should.BeNil)
-	f.So(await(tb(f), result), should.BeNil)
-	f.So(h.log.Await(tb(f), "Context ended"), should.Equal,
-		"INFO Context ended during handoff; [2] committed message(s) remain in durable storage for the next startup.")
-	f.So(h.count("dispatched_us IS NULL"), should.Equal, 3)
-}
-
-func (f *HandoffFixture) TestCloseStopsABackgroundHandoff() {
-	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
-	result := h.CommitAsync(messages("a", "b")...)
-	h.clock.Await(tb(f), testHandoff)
-	h.awaitChannel(1)
-	h.clock.Fire(testHandoff)
-	f.So(await(tb(f), result), should.BeNil)
-	f.So(h.processor.Close(), should.BeNil)
-	f.So(h.log.Await(tb(f), "Context ended"), should.Equal,
-		"INFO Context ended during handoff; [1] committed message(s) remain in durable storage for the next startup.")
+	close(h.publisher.gate)
+	h.monitor.AwaitConfirmed(tb(f), 40)
+	f.So(h.publisher.Published(), should.Equal, ids)
 }
 
 func (f *HandoffFixture) TestACommitAfterCloseIsStoredAndSucceeds() {
@@ -135,6 +93,7 @@ func (f *HandoffFixture) TestACommitAfterCloseIsStoredAndSucceeds() {
 	f.So(h.processor.Close(), should.BeNil)
 	f.So(h.Commit(message("a")), should.BeNil)
 	f.So(h.count("dispatched_us IS NULL"), should.Equal, 1)
+	f.So(len(h.processor.(*processor).outbox.channel), should.Equal, 0)
 }
 
 func (f *HandoffFixture) TestListenReturnsOnCloseEvenWhenTheChannelIsFull() {
@@ -144,10 +103,20 @@ func (f *HandoffFixture) TestListenReturnsOnCloseEvenWhenTheChannelIsFull() {
 	h.Listen()
 	h.publisher.Next(tb(f))
 	f.So(h.Commit(message("b")), should.BeNil) // fills the channel
-	result := h.CommitAsync(message("c"))
-	h.clock.Await(tb(f), testHandoff)
+	f.So(h.Commit(message("c")), should.BeNil) // stays in the table
 	f.So(h.processor.Close(), should.BeNil)
 	h.AwaitStopped()
-	f.So(await(tb(f), result), should.BeNil)
 	f.So(h.count("dispatched_us IS NULL"), should.Equal, 3)
+	f.So(h.count("lease_owner IS NULL"), should.Equal, 3) // released for the next start
+}
+
+func (f *HandoffFixture) TestClosingTheConnectionAfterACommitIsImmediate() {
+	h := newHarness(tb(f), f.db, Options.ChannelBufferCapacity(1))
+	connection, err := h.connector.Connect(context.Background())
+	f.So(err, should.BeNil)
+	writer, err := connection.CommitWriter(context.Background())
+	f.So(err, should.BeNil)
+	_, _ = writer.Write(context.Background(), messages("a", "b")...)
+	f.So(writer.Commit(), should.BeNil)
+	f.So(connection.Close(), should.BeNil)
 }

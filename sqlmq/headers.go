@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Headers are stored as JSON in which every value is tagged with its Go type,
@@ -23,10 +24,6 @@ import (
 
 const maxHeaderDepth = 32
 
-// reservedPrefix is the envelope's header namespace; the transport refuses
-// application headers in it.
-const reservedPrefix = "x-acemq-"
-
 // encodeHeaders returns the stored form of headers; nil headers are stored as
 // NULL (ok false).
 func encodeHeaders(headers map[string]any) (text string, ok bool, err error) {
@@ -34,8 +31,8 @@ func encodeHeaders(headers map[string]any) (text string, ok bool, err error) {
 		return "", false, nil
 	}
 	for name := range headers {
-		if len(name) >= len(reservedPrefix) && strings.EqualFold(name[:len(reservedPrefix)], reservedPrefix) {
-			return "", false, fmt.Errorf("sqlmq: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, reservedPrefix)
+		if wire.IsReserved(name) {
+			return "", false, wire.ReservedHeaderError(name)
 		}
 	}
 	tagged, err := tagTable(headers, 0)

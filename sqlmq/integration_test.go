@@ -132,14 +132,14 @@ func TestIntegrationARecoveredRowPublishesWhatTheLivePathPublished(t *testing.T)
 			time.Sleep(10 * time.Millisecond)
 		}
 		second := received.delivery(d.MessageID)
-		if !reflect.DeepEqual(wire(second), wire(first)) {
-			t.Fatalf("the recovered row published\n%#v\nthe live path published\n%#v", wire(second), wire(first))
+		if !reflect.DeepEqual(delivered(second), delivered(first)) {
+			t.Fatalf("the recovered row published\n%#v\nthe live path published\n%#v", delivered(second), delivered(first))
 		}
 	})
 }
 
-// wire is what a delivery carries that the publisher decided.
-func wire(d amqp.Delivery) map[string]any {
+// delivered is what a delivery carries that the publisher decided.
+func delivered(d amqp.Delivery) map[string]any {
 	return map[string]any{
 		"headers": d.Headers, "content-type": d.ContentType, "content-encoding": d.ContentEncoding,
 		"delivery-mode": d.DeliveryMode, "priority": d.Priority, "correlation-id": d.CorrelationId, "reply-to": d.ReplyTo,

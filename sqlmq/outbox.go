@@ -17,21 +17,28 @@ type publisher interface {
 }
 
 // outbox is the state the connector (the writing side) and the processor (the
-// publishing side) share: the configuration, the table, the channel between
-// them, and the background handoffs.
+// publishing side) share: the configuration, the table, and the channel
+// between them.
 type outbox struct {
 	config  configuration
 	store   *store
 	ctx     context.Context
 	cancel  context.CancelFunc
 	channel chan row
+	// wake tells the processor that a handoff left rows in the table.
+	wake chan struct{}
 
 	mu       sync.Mutex
-	tail     chan struct{} // closed when the latest handoff has finished
-	deferred int           // messages held by background handoffs
 	stopping bool
-	expected map[int64]struct{} // rows handed off and not yet settled
-	workers  sync.WaitGroup     // background handoffs
+	expected map[int64]struct{} // rows handed off (or claimed) and not yet settled
+	// suspended is set when a handoff found the channel full: later commits
+	// leave their rows in the table too, so the processor, which publishes them
+	// from there in id order once its channel is empty, keeps commit order.
+	suspended bool
+	// missed is set by every handoff that left rows in the table; the
+	// processor clears it before each read of the table, and resumes handoffs
+	// only after a read that found nothing while it stayed clear.
+	missed bool
 }
 
 // New returns the outbox over transport: a Connector whose CommitWriter stores
@@ -46,20 +53,18 @@ func New(transport messaging.Connector, options ...option) (messaging.Connector,
 		config.newPublisher = func() publisher { return batch.New(transport) }
 	}
 	o := newOutbox(config)
-	return &connector{outbox: o, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{})}
+	return &connector{outbox: o, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{}), suspects: map[int64]suspect{}}
 }
 
 func newOutbox(config configuration) *outbox {
 	ctx, cancel := context.WithCancel(config.ctx)
-	tail := make(chan struct{})
-	close(tail)
 	return &outbox{
 		config:   config,
 		store:    newStore(config.db, config.dialect, config.table),
 		ctx:      ctx,
 		cancel:   cancel,
 		channel:  make(chan row, config.channelCap),
-		tail:     tail,
+		wake:     make(chan struct{}, 1),
 		expected: map[int64]struct{}{},
 	}
 }

@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -113,4 +114,44 @@ func (f *OutboxFixture) TestAClosedConnectorRefusesToConnectAndRollsBackOpenWrit
 	_, err := f.h.connector.Connect(context.Background())
 	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
 	f.So(f.h.count("1=1"), should.Equal, 0)
+}
+
+// Nothing AMQP cannot carry is stored: a 300-byte message id that fits the
+// column (100 × "€"), a 300-byte header name, a payload over MaxPayload. Each
+// is refused for that Write alone with ErrWireLimit naming the field, through
+// both writers, and the transaction stays usable.
+func (f *OutboxFixture) TestADispatchBreakingAWireLimitIsRefusedBeforeAnythingIsStored() {
+	h := newHarness(tb(f), openSQLite(tb(f)), Options.MaxPayload(1024))
+	longID := message("x")
+	longID.MessageID = strings.Repeat("€", 100)
+	longHeader := message("y")
+	longHeader.Headers = map[string]any{strings.Repeat("h", 300): "v"}
+	tooLarge := message("z")
+	tooLarge.Payload = make([]byte, 1025)
+	reserved := message("r")
+	reserved.Headers = map[string]any{"X-AceMQ-Id": "forged"}
+
+	connection, _ := h.connector.Connect(context.Background())
+	writer, err := connection.CommitWriter(context.Background())
+	f.So(err, should.BeNil)
+	for field, d := range map[string]messaging.Dispatch{"MessageID": longID, "header name": longHeader, "Payload": tooLarge} {
+		n, err := writer.Write(context.Background(), message("fine"), d)
+		f.So(n, should.Equal, 0)
+		f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+		var fieldErr *messaging.FieldError
+		f.So(errors.As(err, &fieldErr), should.BeTrue)
+		f.So(fieldErr.Field, should.StartWith, field)
+	}
+	_, err = writer.Write(context.Background(), reserved)
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "reserved")
+	_, err = writer.Write(context.Background(), message("kept"))
+	f.So(err, should.BeNil)
+	f.So(writer.Commit(), should.BeNil)
+	f.So(h.count("1=1"), should.Equal, 1)
+
+	plain, _ := connection.Writer(context.Background())
+	_, err = plain.Write(context.Background(), longID)
+	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+	f.So(h.count("1=1"), should.Equal, 1)
 }

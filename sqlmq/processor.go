@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // processor is the dispatch processor: it publishes committed rows through the
@@ -22,6 +20,10 @@ type processor struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	publisher publisher
+
+	// Owned by Listen's goroutine:
+	suspects     map[int64]suspect // failures waiting to be counted
+	setAsideRows bool              // rows were set aside: arm the retry timer
 }
 
 // Listen publishes until Close is called or the process context ends: first
@@ -45,8 +47,23 @@ func (p *processor) Listen() {
 	p.recover(ctx)
 	sweep := o.config.clock.After(o.config.sweep)
 	prune := o.config.clock.After(o.config.pruneEvery)
+	var retry <-chan time.Time // set aside rows are due
+	var pause <-chan time.Time // a failed read of the table is tried again
 	busy := false
 	for {
+		if p.setAsideRows && retry == nil {
+			retry = o.config.clock.After(o.config.retry)
+		}
+		p.setAsideRows = false
+		// Rows a handoff left in the table go out once the channel, which
+		// holds older rows, is empty.
+		var catchUp <-chan time.Time
+		if len(o.channel) == 0 && o.isSuspended() {
+			catchUp = immediately
+			if pause != nil {
+				catchUp = pause
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -57,6 +74,15 @@ func (p *processor) Listen() {
 			// Rows that arrived while this batch was published are waiting
 			// now: more are likely on their way, so the next batch lingers.
 			busy = len(o.channel) > left
+		case <-o.wake:
+		case <-catchUp:
+			pause = nil
+			if !p.catchUp(ctx) {
+				pause = o.config.clock.After(o.config.retry)
+			}
+		case <-retry:
+			retry = nil
+			sweep = p.after(o.config.sweep, p.sweep(ctx))
 		case <-sweep:
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
 		case <-prune:
@@ -141,17 +167,51 @@ func (p *processor) recover(ctx context.Context) {
 	}
 }
 
-// sweep claims a page of rows no live instance holds and publishes it. It
-// reports whether the page was full (so there may be more).
+// sweep claims a page of rows no live instance holds (their lease expired,
+// or they were set aside and are due) and publishes it. It reports whether the
+// page was full (so there may be more).
 func (p *processor) sweep(ctx context.Context) bool {
-	o := p.outbox
-	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize)
+	found, err := p.claim(ctx, false)
 	if err != nil {
 		if ctx.Err() == nil {
+			o := p.outbox
 			o.config.logger.Warn(fmt.Sprintf("Unable to read undispatched message(s) from durable storage [%v]; the sweep tries again in [%s].", err, o.config.sweep),
 				"error", err, "retry", o.config.sweep)
 		}
 		return false
+	}
+	return found == p.outbox.config.pageSize
+}
+
+// catchUp publishes a page of the rows handoffs left in the table while the
+// channel was full (rows leased to this instance and not on their way), and
+// resumes handoffs when there are none left. False means the table could not
+// be read.
+func (p *processor) catchUp(ctx context.Context) bool {
+	o := p.outbox
+	o.beginCatchUp()
+	found, err := p.claim(ctx, true)
+	if err != nil {
+		if ctx.Err() == nil {
+			o.config.logger.Warn(fmt.Sprintf("Unable to read the message(s) committed while the dispatch processor's channel was full [%v]; retrying in [%s].", err, o.config.retry),
+				"error", err, "retry", o.config.retry)
+		}
+		return false
+	}
+	if found == 0 && o.resume() {
+		o.config.logger.Info("The dispatch processor has published the message(s) committed while its channel was full; commits hand their messages to it again.")
+	}
+	return true
+}
+
+// claim leases a page of rows and publishes those not already on their way
+// through the channel: rows no live instance holds, or (own) the rows leased
+// to this instance. It returns how many rows it found, on their way or not.
+func (p *processor) claim(ctx context.Context, own bool) (int, error) {
+	o := p.outbox
+	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize, own)
+	if err != nil {
+		return 0, err
 	}
 	for _, u := range unreadable {
 		o.config.logger.Warn(fmt.Sprintf("Retired message [%d]: it cannot be read back from durable storage [%v]; it stays there until an operator fixes and releases it.", u.id, u.err),
@@ -160,7 +220,6 @@ func (p *processor) sweep(ctx context.Context) bool {
 	if len(unreadable) > 0 {
 		o.config.monitor.MessageRetired(len(unreadable))
 	}
-	full := len(rows)+len(unreadable) == o.config.pageSize
 	claimed := rows[:0:0]
 	for _, r := range rows {
 		if !o.isExpected(r.id) { // already on its way through the channel
@@ -168,7 +227,10 @@ func (p *processor) sweep(ctx context.Context) bool {
 		}
 	}
 	p.dispatch(ctx, claimed)
-	return full
+	if own { // rows on their way do not count: the catch-up is over when none is left behind
+		return len(claimed) + len(unreadable), nil
+	}
+	return len(rows) + len(unreadable), nil
 }
 
 // prune deletes one batch of rows dispatched longer ago than the retention and
@@ -185,84 +247,271 @@ func (p *processor) prune(ctx context.Context) bool {
 	return n == o.config.pruneBatch
 }
 
-// dispatch publishes rows in order until each is confirmed, retired, taken by
-// another instance, or the context ends. After an error it waits RetryTimeout
-// and publishes the rows still owed, in the same order.
+// dispatch publishes rows until each is confirmed, set aside, retired, taken
+// by another instance, or the context ends. No row holds up the others:
+//
+//   - a row that can never travel on AMQP (written by an older version, or by
+//     hand) is retired before it is published;
+//   - a publish that fails in a way one of its rows may have caused (the
+//     broker closed the channel or the connection while publishing) is
+//     repeated at once in halves, down to rows published alone, so the good
+//     rows land and the row at fault is found;
+//   - a row that fails on its own is set aside in the table with its error
+//     and tried again by the sweep after RetryTimeout, while the rows behind
+//     it move on. The failure is counted when it is the row's own (the broker
+//     refused that message, or it failed alone and a later publish
+//     succeeded), and the row is retired at MaxAttempts. A nack is never
+//     counted.
+//
+// Only when the broker cannot be used at all (unreachable, publishing paused)
+// do the rows wait here, in order, RetryTimeout at a time, and nothing is
+// counted: an outage is not the messages' fault.
 func (p *processor) dispatch(ctx context.Context, rows []row) {
 	o := p.outbox
-	pending := rows
-	probe := false
-	for len(pending) > 0 {
+	var queue [][]row
+	if rows = p.screen(ctx, rows); len(rows) > 0 {
+		queue = append(queue, rows)
+	}
+	for len(queue) > 0 {
 		if ctx.Err() != nil {
-			o.forget(pending)
+			o.forget(flatten(queue))
 			return
 		}
+		group := queue[0]
 		now := o.config.clock.Now()
-		if !p.leased(pending, now) {
-			kept, err := o.store.renew(ctx, o.config.owner, rowIDs(pending), now.Add(o.config.lease))
+		if !p.leased(group, now) {
+			kept, err := o.store.renew(ctx, o.config.owner, rowIDs(group), now.Add(o.config.lease))
 			if err != nil {
-				if !p.retryAfter(ctx, len(pending), err) {
-					o.forget(pending)
+				if !p.retryAfter(ctx, len(group), err) {
+					o.forget(flatten(queue))
 					return
 				}
 				continue
 			}
-			pending = p.keep(pending, kept)
-			if len(pending) == 0 {
-				return
+			group = p.keep(group, kept)
+			for i := range group {
+				group[i].leaseUntil = now.Add(o.config.lease)
 			}
 		}
-
-		attempt := pending
-		if probe {
-			attempt = pending[:1]
-		}
-		dispatches := make([]messaging.Dispatch, len(attempt))
-		for i, r := range attempt {
-			dispatches[i] = clone(r.dispatch)
-		}
-		o.config.monitor.MessagePublished(len(attempt))
-		_, err := p.publisher.Write(ctx, dispatches...)
-		outcome := classify(attempt, err)
-
-		confirmed := make([]row, 0, len(attempt))
-		settled := map[int64]bool{}
-		retired := false
-		for i, r := range attempt {
-			switch {
-			case outcome[i] == nil:
-				confirmed = append(confirmed, r)
-				settled[r.id] = true
-			case outcome[i] != errTransient:
-				if p.refused(ctx, &attempt[i], outcome[i]) {
-					settled[r.id] = true
-					retired = true
-				}
-			}
-		}
-		p.settle(ctx, confirmed)
-		// attempt shares its rows with pending, so refusal counts carry over.
-		next := pending[:0:0]
-		for _, r := range pending {
-			if !settled[r.id] {
-				next = append(next, r)
-			}
-		}
-		owed := len(settled) < len(attempt)
-		pending = next
-		if err == nil || !owed {
-			probe = false
+		queue = queue[1:]
+		if len(group) == 0 {
 			continue
 		}
-		// With no progress, the next attempt publishes the first row alone, so a
-		// row that breaks the whole batch (a missing exchange closes the
-		// channel) is found and counted against.
-		probe = len(confirmed) == 0 && !retired
-		if !p.retryAfter(ctx, len(pending), err) {
-			o.forget(pending)
-			return
+		owed, err := p.publish(ctx, group)
+		switch {
+		case len(owed) == 0:
+		case unreachable(ctx, err) || !isolable(err):
+			clear(p.suspects) // the broker's failure may have been theirs too
+			owed = append(owed, flatten(queue)...)
+			if !p.retryAfter(ctx, len(owed), err) {
+				o.forget(owed)
+				return
+			}
+			queue = [][]row{owed}
+		default:
+			half := (len(owed) + 1) / 2
+			queue = append([][]row{owed[:half], owed[half:]}, queue...)
 		}
 	}
+}
+
+// publish writes group as one batch, settles what landed, and deals with each
+// row that did not: it returns the rows still owed (to be published again,
+// whole or in halves) and the publish's error.
+func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
+	o := p.outbox
+	dispatches := make([]messaging.Dispatch, len(group))
+	for i, r := range group {
+		dispatches[i] = clone(r.dispatch)
+	}
+	o.config.monitor.MessagePublished(len(group))
+	_, err := p.publisher.Write(ctx, dispatches...)
+	if err == nil {
+		p.settle(ctx, group)
+		p.countSuspects(ctx)
+		return nil, nil
+	}
+	outcomes := classify(group, err)
+	var landed, owed []row
+	for i, r := range group {
+		if outcomes[i].verdict == confirmed {
+			landed = append(landed, r)
+		}
+	}
+	p.settle(ctx, landed)
+	if unreachable(ctx, err) || !isolable(err) {
+		for i, r := range group {
+			if outcomes[i].verdict != confirmed {
+				owed = append(owed, r)
+			}
+		}
+		return owed, err
+	}
+	if len(landed) > 0 {
+		p.countSuspects(ctx)
+	}
+	alone := len(group) == 1
+	for i, r := range group {
+		switch out := outcomes[i]; out.verdict {
+		case unpublishable:
+			p.retire(ctx, r, out.cause)
+		case refused: // the broker answered about this message: it is up, and says no
+			p.fail(ctx, r, out.cause)
+		case passing:
+			p.setAside(ctx, r, r.attempts, out.cause)
+			o.config.logger.Warn(fmt.Sprintf("The broker could not take message [%d] now [%v]; it is tried again in [%s] (not counted as an attempt).", r.id, out.cause, o.config.retry),
+				"id", r.id, "message_id", r.dispatch.MessageID, "error", out.cause, "retry", o.config.retry)
+		case unknown:
+			if alone {
+				p.suspect(ctx, r, out.cause)
+			} else {
+				owed = append(owed, r)
+			}
+		}
+	}
+	return owed, err
+}
+
+// screen retires, before anything is published, the rows that can never
+// travel on AMQP, and returns the others.
+func (p *processor) screen(ctx context.Context, rows []row) []row {
+	kept := rows[:0:0]
+	for _, r := range rows {
+		if err := wire.Check(r.dispatch, p.outbox.config.maxPayload); err != nil {
+			p.retire(ctx, r, err)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// retire sets a row that can never be published aside for good, at once.
+func (p *processor) retire(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	if !p.record(ctx, r, r.attempts+1, cause, true) {
+		return
+	}
+	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] at once: it can never be published [%v]; it stays in durable storage until an operator fixes and releases it.", r.id, cause),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause)
+}
+
+// fail counts a failure that is the row's own, and sets the row aside to be
+// tried again, or retires it at MaxAttempts.
+func (p *processor) fail(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	attempts := r.attempts + 1
+	if attempts >= o.config.maxAttempt {
+		if p.record(ctx, r, attempts, cause, true) {
+			p.retired(r.id, r.dispatch.MessageID, attempts, cause)
+		}
+		return
+	}
+	if p.record(ctx, r, attempts, cause, false) {
+		o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish [%v]; attempt [%d] of [%d] counted. The rows behind it move on; it is tried again in [%s].", r.id, cause, attempts, o.config.maxAttempt, o.config.retry),
+			"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "attempts", attempts, "error", cause, "retry", o.config.retry)
+	}
+}
+
+func (p *processor) retired(id int64, messageID string, attempts int, cause error) {
+	p.outbox.config.logger.Warn(fmt.Sprintf("Retired message [%d] after [%d] refused publish attempt(s) [%v]; it stays in durable storage until an operator releases it.", id, attempts, cause),
+		"id", id, "message_id", wire.Shorten(messageID), "attempts", attempts, "error", cause)
+}
+
+// suspect is a row that failed alone in a way that does not say whose fault
+// it was. Its failure is counted when a later publish succeeds (the broker was
+// working: the row was at fault), and forgotten when the broker turns out to
+// be unreachable.
+type suspect struct {
+	messageID string
+	attempts  int // as stored when it failed
+	cause     error
+}
+
+// maxSuspects bounds the failures waiting to be counted; past it a failure is
+// not counted (the row is tried again all the same).
+const maxSuspects = 1024
+
+func (p *processor) suspect(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	if !p.setAside(ctx, r, r.attempts, cause) {
+		return
+	}
+	if len(p.suspects) < maxSuspects {
+		p.suspects[r.id] = suspect{messageID: r.dispatch.MessageID, attempts: r.attempts, cause: cause}
+	}
+	o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish alone [%v]; the rows behind it move on, and it is tried again in [%s]. The attempt counts once another message publishes.", r.id, cause, o.config.retry),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause, "retry", o.config.retry)
+}
+
+// countSuspects counts the failures of the suspects: a publish has just
+// succeeded, so the broker was working when they failed.
+func (p *processor) countSuspects(ctx context.Context) {
+	if len(p.suspects) == 0 {
+		return
+	}
+	o := p.outbox
+	suspects := p.suspects
+	p.suspects = map[int64]suspect{}
+	for id, s := range suspects {
+		attempts := s.attempts + 1
+		var retired time.Time
+		if attempts >= o.config.maxAttempt {
+			retired = o.config.clock.Now()
+		}
+		counted, err := o.store.countFailure(ctx, id, s.attempts, retired)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v].", id, err), "id", id, "error", err)
+			}
+			continue
+		}
+		if counted && !retired.IsZero() {
+			o.config.monitor.MessageRetired(1)
+			p.retired(id, s.messageID, attempts, s.cause)
+		}
+	}
+}
+
+// setAside records a failed publish of r without retiring it: the row leaves
+// this processor's hands and the sweep takes it again after RetryTimeout.
+func (p *processor) setAside(ctx context.Context, r row, attempts int, cause error) bool {
+	return p.record(ctx, r, attempts, cause, false)
+}
+
+// record stores a row's failed publish: its attempts and last error, and
+// either its retirement or when it may be tried again. The row leaves this
+// processor's hands either way. When the statement fails, the row keeps its
+// lease and is published again when the lease expires.
+func (p *processor) record(ctx context.Context, r row, attempts int, cause error, retire bool) bool {
+	o := p.outbox
+	now := o.config.clock.Now()
+	var retired, retryAt time.Time
+	if retire {
+		retired = now
+	} else {
+		retryAt = now.Add(o.config.retry)
+		p.setAsideRows = true
+	}
+	o.forget([]row{r})
+	if err := o.store.recordFailure(ctx, r.id, attempts, cause.Error(), retired, retryAt); err != nil {
+		if ctx.Err() == nil {
+			o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v]; it is published again when its lease expires.", r.id, err), "id", r.id, "error", err)
+		}
+		return false
+	}
+	if retire {
+		o.config.monitor.MessageRetired(1)
+	}
+	return true
+}
+
+func flatten(groups [][]row) []row {
+	var rows []row
+	for _, g := range groups {
+		rows = append(rows, g...)
+	}
+	return rows
 }
 
 // leased reports whether every row was handed over by its own commit with at
@@ -282,105 +531,6 @@ func (p *processor) leased(rows []row, now time.Time) bool {
 	return true
 }
 
-// errTransient marks a message whose failure says nothing about the message
-// itself (connection lost, broker blocked): it is retried, never counted.
-var errTransient = errors.New("transient")
-
-// classify returns, per row of attempt, nil (confirmed), errTransient, or the
-// broker's reason for refusing that row.
-func classify(attempt []row, err error) []error {
-	outcome := make([]error, len(attempt))
-	if err == nil {
-		return outcome
-	}
-	for i := range outcome {
-		outcome[i] = errTransient
-	}
-	var publishErr *messaging.PublishError
-	if errors.As(err, &publishErr) {
-		// Results come in publish order, one per row, from our transports: match
-		// by position. Otherwise match by id, each result used once, so two rows
-		// sharing a message id can never settle on one confirm.
-		byPosition := len(publishErr.Results) == len(attempt)
-		byID := map[string][]messaging.PublishResult{}
-		if !byPosition {
-			for _, result := range publishErr.Results {
-				byID[result.MessageID] = append(byID[result.MessageID], result)
-			}
-		}
-		for i, r := range attempt {
-			var result messaging.PublishResult
-			if byPosition {
-				result = publishErr.Results[i]
-				if result.MessageID != "" && result.MessageID != r.dispatch.MessageID {
-					continue // not the account of this row: retry it
-				}
-			} else {
-				queued := byID[r.dispatch.MessageID]
-				if len(queued) == 0 {
-					continue
-				}
-				result, byID[r.dispatch.MessageID] = queued[0], queued[1:]
-			}
-			switch {
-			case result.Err == nil && result.Confirmed && result.Routed:
-				outcome[i] = nil
-			case result.Err == nil && result.Confirmed:
-				outcome[i] = messaging.ErrUnroutable
-			case errors.Is(result.Err, messaging.ErrUnroutable):
-				outcome[i] = result.Err
-				// A nack (ErrRefused) stays transient: it says the broker could not
-				// take the message now (a full queue with reject-publish, an
-				// internal error), not that it never will, so it must not retire
-				// rows within a minute of a passing condition.
-			case len(attempt) == 1 && missingExchange(result.Err):
-				outcome[i] = result.Err
-			}
-		}
-		return outcome
-	}
-	if len(attempt) == 1 && (missingExchange(err) || errors.Is(err, messaging.ErrUnroutable)) {
-		outcome[0] = err
-	}
-	return outcome
-}
-
-// missingExchange reports the broker's 404 NOT_FOUND: the exchange does not exist.
-func missingExchange(err error) bool {
-	if err == nil {
-		return false
-	}
-	var amqpErr *amqp.Error
-	if errors.As(err, &amqpErr) && amqpErr.Code == amqp.NotFound {
-		return true
-	}
-	return strings.Contains(err.Error(), "NOT_FOUND")
-}
-
-// refused counts a refusal against a row and retires the row at MaxAttempts;
-// it reports whether the row was retired.
-func (p *processor) refused(ctx context.Context, r *row, cause error) bool {
-	o := p.outbox
-	r.attempts++
-	var retired time.Time
-	if r.attempts >= o.config.maxAttempt {
-		retired = o.config.clock.Now()
-	}
-	if err := o.store.recordFailure(ctx, r.id, r.attempts, cause.Error(), retired); err != nil {
-		if ctx.Err() == nil {
-			o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v].", r.id, err), "id", r.id, "error", err)
-		}
-		return false // not retired in storage: keep trying it
-	}
-	if retired.IsZero() {
-		return false
-	}
-	o.forget([]row{*r})
-	o.config.monitor.MessageRetired(1)
-	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] after [%d] refused publish attempt(s) [%v]; it stays in durable storage until an operator releases it.", r.id, r.attempts, cause),
-		"id", r.id, "message_id", r.dispatch.MessageID, "attempts", r.attempts, "error", cause)
-	return true
-}
 
 // settle marks confirmed rows dispatched, retrying the update until it lands
 // or the context ends (then the rows are published again later: at least once).
@@ -479,9 +629,6 @@ func rowIDs(rows []row) []int64 {
 	return ids
 }
 
-// Close stops the processor: it cancels the process context, so Listen, the
-// startup read and every handoff stop (handoffs leave their rows in storage for
-// the next start), and waits up to ShutdownTimeout for Listen to return.
 // releaseLeases lets go of the rows this instance leased and did not publish,
 // within a short bound of its own (the process context has ended by now).
 func (p *processor) releaseLeases() {
@@ -504,6 +651,10 @@ func (p *processor) releaseLeases() {
 // releaseTimeout bounds the lease release at shutdown.
 const releaseTimeout = 5 * time.Second
 
+// Close stops the processor: it cancels the process context, so Listen and
+// the startup read stop and later commits leave their rows in storage for the
+// next start, waits up to ShutdownTimeout for Listen to return, and releases
+// this instance's leases on the rows it did not publish.
 func (p *processor) Close() error {
 	o := p.outbox
 	p.closeOnce.Do(func() {
@@ -522,13 +673,6 @@ func (p *processor) Close() error {
 	case <-p.done:
 	case <-deadline.C:
 		return fmt.Errorf("sqlmq: the dispatch processor did not stop within [%s]; it stops when the transport's current publish returns", o.config.shutdown)
-	}
-	workers := make(chan struct{})
-	go func() { o.workers.Wait(); close(workers) }()
-	select {
-	case <-workers:
-	case <-deadline.C:
-		return fmt.Errorf("sqlmq: background handoffs did not stop within [%s]", o.config.shutdown)
 	}
 	p.releaseLeases()
 	err := o.store.close()

@@ -50,6 +50,9 @@ func normalize(d messaging.Dispatch, now time.Time) (messaging.Dispatch, error) 
 	d.Timestamp = d.Timestamp.UTC().Truncate(time.Microsecond)
 	d.Expiration = time.Duration(d.Expiration.Milliseconds()) * time.Millisecond
 	d.Mandatory = true
+	// The table has no column for Verbatim: a stored row publishes as an
+	// application's dispatch (Write checked it as one).
+	d.Verbatim = false
 	d.Message = nil
 	if d.Payload == nil {
 		d.Payload = []byte{}

@@ -142,13 +142,15 @@ func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Di
 
 const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 
-// claim leases up to limit undispatched, unretired rows that no instance holds
-// (no lease, or an expired one) to owner, and returns them in id order.
+// claim leases up to limit undispatched, unretired rows to owner and returns
+// them in id order: rows no instance holds (no lease, or one that has run out:
+// an instance died, or the row was set aside and is due), or, when own, the
+// rows already leased to owner (those a handoff left in the table).
 //
 // A row that cannot be read back into a dispatch is retired in the same
 // transaction and returned in unreadable, so it never holds up the rows behind
 // it.
-func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
+func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, own bool) (rows []row, unreadable []unreadableRow, err error) {
 	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	if s.dialect == SQLite {
 		options = nil
@@ -162,14 +164,18 @@ func (s *store) claim(ctx context.Context, owner string, now time.Time, lease ti
 			_ = tx.Rollback()
 		}
 	}()
+	condition, arg := " AND (lease_until_us IS NULL OR lease_until_us <= ?)", any(micros(now))
+	if own {
+		condition, arg = " AND lease_owner = ?", owner
+	}
 	var ids []int64
 	if s.dialect == SQLite {
 		ids, err = s.queryIDs(ctx, tx, "UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN (SELECT id FROM {t} WHERE "+
-			pendingCondition+" AND (lease_until_us IS NULL OR lease_until_us < ?) ORDER BY id LIMIT ?) RETURNING id",
-			owner, micros(now.Add(lease)), micros(now), limit)
+			pendingCondition+condition+" ORDER BY id LIMIT ?) RETURNING id",
+			owner, micros(now.Add(lease)), arg, limit)
 	} else {
-		ids, err = s.queryIDs(ctx, tx, "SELECT id FROM {t} WHERE "+pendingCondition+
-			" AND (lease_until_us IS NULL OR lease_until_us < ?) ORDER BY id LIMIT ?"+s.dialect.lockClause(), micros(now), limit)
+		ids, err = s.queryIDs(ctx, tx, "SELECT id FROM {t} WHERE "+pendingCondition+condition+
+			" ORDER BY id LIMIT ?"+s.dialect.lockClause(), arg, limit)
 		if err == nil && len(ids) > 0 {
 			_, err = tx.ExecContext(ctx, s.q("UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN ("+placeholders(len(ids))+")"),
 				append([]any{owner, micros(now.Add(lease))}, int64s(ids)...)...)
@@ -301,20 +307,42 @@ func truncate(cause string) string {
 	return cause
 }
 
-// recordFailure counts a refusal against a row and retires it when retired is
-// not zero.
-func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause string, retired time.Time) error {
+// recordFailure stores a failed publish of a row: its attempts and last
+// error, and either its retirement (retired not zero) or, when retryAt is not
+// zero, the end of its lease with no owner, so that any instance's sweep takes
+// it again from then on.
+func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause string, retired, retryAt time.Time) error {
 	cause = truncate(cause)
-	var retiredAt sql.NullInt64
+	var retiredAt, until sql.NullInt64
 	if !retired.IsZero() {
 		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
 	}
-	_, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, last_error = ?, retired_us = ? WHERE id = ? AND dispatched_us IS NULL"),
-		int64(attempts), cause, retiredAt, id)
+	if !retryAt.IsZero() {
+		until = sql.NullInt64{Int64: micros(retryAt), Valid: true}
+	}
+	_, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, last_error = ?, retired_us = ?, lease_owner = NULL, lease_until_us = ? WHERE id = ? AND dispatched_us IS NULL"),
+		int64(attempts), cause, retiredAt, until, id)
 	if err != nil {
 		return fmt.Errorf("sqlmq: record the failed publish of outbox row %d: %w", id, err)
 	}
 	return nil
+}
+
+// countFailure counts one more failed publish of a row whose attempts were
+// stored as was, retiring it when retired is not zero. It reports whether it
+// counted: not when the row was published, retired or counted meanwhile.
+func (s *store) countFailure(ctx context.Context, id int64, was int, retired time.Time) (bool, error) {
+	var retiredAt sql.NullInt64
+	if !retired.IsZero() {
+		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
+	}
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, retired_us = ? WHERE id = ? AND publish_attempts = ? AND dispatched_us IS NULL AND retired_us IS NULL"),
+		int64(was+1), retiredAt, id, int64(was))
+	if err != nil {
+		return false, fmt.Errorf("sqlmq: count the failed publish of outbox row %d: %w", id, err)
+	}
+	affected, err := result.RowsAffected()
+	return affected == 1, err
 }
 
 // countPending counts rows waiting to be published (not dispatched, not retired).

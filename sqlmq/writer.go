@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // commitWriter buffers dispatches and stores them in its SQL transaction on
@@ -23,8 +24,11 @@ type commitWriter struct {
 }
 
 // Write validates and buffers dispatches; nothing reaches the database until
-// Commit. It fills MessageID, FirstSeen and Timestamp now, so the message
-// published later is the one described here.
+// Commit. A dispatch that cannot travel on AMQP (a short string over 255
+// bytes, a header the wire cannot carry, a payload over MaxPayload) is refused
+// with a *messaging.FieldError (errors.Is messaging.ErrWireLimit), and none of
+// the call's dispatches is buffered. It fills MessageID, FirstSeen and
+// Timestamp now, so the message published later is the one described here.
 func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -33,7 +37,12 @@ func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch
 	}
 	now := w.outbox.config.clock.Now()
 	normalized := make([]messaging.Dispatch, 0, len(dispatches))
-	for _, d := range dispatches {
+	for i, d := range dispatches {
+		checked := d
+		checked.Verbatim = false // a row cannot store it; see normalize
+		if err := wire.Check(checked, w.outbox.config.maxPayload); err != nil {
+			return 0, fmt.Errorf("sqlmq: dispatch %d of %d refused, so none of them was buffered: %w", i+1, len(dispatches), err)
+		}
 		n, err := normalize(d, now)
 		if err != nil {
 			return 0, err
@@ -46,17 +55,15 @@ func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch
 
 // Commit inserts the buffered dispatches in the transaction, commits it, and
 // hands the messages to the dispatch processor. An error means the transaction
-// did not commit. Once SQL has committed, Commit returns nil whatever happens to
-// the handoff: the rows are durable and will be published.
+// did not commit. Once SQL has committed, Commit returns nil at once: the rows
+// are durable and will be published. It never waits for the processor or the
+// broker; rows the processor's channel has no room for stay in the table, and
+// the processor publishes them from there.
 func (w *commitWriter) Commit() error {
 	rows, err := w.commit()
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	// The handoff may wait (back-pressure) until the processor accepts the rows
-	// or the process context ends: it runs without the writer's lock and after
-	// the writer left its connection, so closing the connection at shutdown
-	// never waits behind it.
 	w.outbox.handoff(rows)
 	return nil
 }

@@ -1,0 +1,231 @@
+package sqlmq
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+
+	"github.com/warrenmq/messaging"
+)
+
+// The relay's defence against a row that stalls the outbox: attempt counting,
+// isolation of the row at fault, and outages that count nothing.
+func TestIsolationFixture(t *testing.T) {
+	gunit.Run(new(IsolationFixture), t)
+}
+
+type IsolationFixture struct {
+	*gunit.Fixture
+}
+
+// killsConnection answers like the transport when a message in the write made
+// the broker (or the client) close the connection: nothing of the write is
+// confirmed, every message's arrival is unknown.
+func killsConnection(dispatches []messaging.Dispatch) (int, error) {
+	closed := &amqp.Error{Code: amqp.ConnectionForced, Reason: "CONNECTION_FORCED - closed"}
+	failure := &messaging.PublishError{}
+	for _, d := range dispatches {
+		failure.Results = append(failure.Results, messaging.PublishResult{MessageID: d.MessageID,
+			Err: fmt.Errorf("message %s: the channel closed before the broker confirmed it (%w): %w", d.MessageID, closed, messaging.ErrArrivalUnknown)})
+	}
+	return 0, failure
+}
+
+func refusedDial() error {
+	return fmt.Errorf("batch writer: connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}})
+}
+
+func anyBad(dispatches []messaging.Dispatch) bool {
+	for _, d := range dispatches {
+		if strings.HasPrefix(d.MessageID, "bad") {
+			return true
+		}
+	}
+	return false
+}
+
+func goodIDs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("good-%02d", i)
+	}
+	return out
+}
+
+// Three rows that each kill the connection, ahead of twenty good ones: the
+// good ones publish in the same round, without waiting a RetryTimeout, and each
+// bad row is counted once (it failed alone, and later publishes succeeded).
+func (f *IsolationFixture) TestTwentyGoodRowsBehindThreeThatKillTheConnectionPublishAtOnce() {
+	h := newHarness(tb(f), openSQLite(tb(f)))
+	h.publisher.script = func(_ int, dispatches []messaging.Dispatch) (int, error) {
+		if anyBad(dispatches) {
+			return killsConnection(dispatches)
+		}
+		return len(dispatches), nil
+	}
+	good := goodIDs(20)
+	f.So(h.Commit(messages(append([]string{"bad-1", "bad-2", "bad-3"}, good...)...)...), should.BeNil)
+	h.Listen()
+	h.monitor.AwaitConfirmed(tb(f), 20) // no retry timer was fired
+	f.So(h.count("dispatched_us IS NOT NULL"), should.Equal, 20)
+	f.So(h.count("message_id LIKE 'bad%' AND publish_attempts = 1 AND last_error LIKE '%CONNECTION_FORCED%' AND lease_owner IS NULL"), should.Equal, 3)
+	published := 0
+	for _, id := range h.publisher.Published() {
+		if strings.HasPrefix(id, "good") {
+			published++
+		}
+	}
+	f.So(published, should.BeLessThan, 3*20) // halving, not one row at a time over and over
+
+	// Retried together after RetryTimeout, they fail alone again with nothing
+	// else publishing: not counted, since the broker may be what fails.
+	h.clock.Await(tb(f), testRetry)
+	h.clock.Advance(testRetry)
+	h.clock.Fire(testRetry)
+	h.log.Await(tb(f), "Message [3] failed to publish alone")
+	f.So(h.count("message_id LIKE 'bad%' AND publish_attempts = 1"), should.Equal, 3)
+
+	// A good row publishes: the broker works, so those failures were theirs.
+	f.So(h.Commit(message("late")), should.BeNil)
+	h.monitor.AwaitConfirmed(tb(f), 21)
+	h.awaitCount("message_id LIKE 'bad%' AND publish_attempts = 2", 3)
+}
+
+// When every row fails alone and nothing publishes, it may be the broker:
+// nothing is counted, and when the broker then turns out to be unreachable the
+// pending suspicions are dropped.
+func (f *IsolationFixture) TestAnOutageCountsNoAttempt() {
+	h := newHarness(tb(f), openSQLite(tb(f)), Options.MaxAttempts(1))
+	down := true
+	h.publisher.script = func(call int, dispatches []messaging.Dispatch) (int, error) {
+		switch {
+		case call < 5: // the connection is dropped under each publish: a broker going down
+			return killsConnection(dispatches)
+		case down:
+			return 0, refusedDial()
+		}
+		return len(dispatches), nil
+	}
+	f.So(h.Commit(messages("a", "b", "c")...), should.BeNil)
+	h.Listen()
+	h.log.Await(tb(f), "Message [3] failed to publish alone")
+	f.So(h.count("publish_attempts = 0 AND retired_us IS NULL"), should.Equal, 3)
+
+	h.clock.Await(tb(f), testRetry)
+	h.clock.Advance(testRetry)
+	h.clock.Fire(testRetry) // the sweep takes them again: the dial is refused
+	f.So(h.log.Await(tb(f), "Unable to publish [3]"), should.StartWith, "WARN Unable to publish [3] message(s) to the transport [")
+	h.publisher.mu.Lock()
+	down = false
+	h.publisher.mu.Unlock()
+	h.clock.Fire(testRetry)
+	h.monitor.AwaitConfirmed(tb(f), 3)
+	f.So(h.count("publish_attempts = 0 AND retired_us IS NULL AND dispatched_us IS NOT NULL"), should.Equal, 3)
+	_, _, _, retired := h.monitor.counts()
+	f.So(retired, should.Equal, 0)
+}
+
+// A memory alarm pauses publishing: the rows wait in order on the same
+// publisher, nothing is counted, nothing is set aside.
+func (f *IsolationFixture) TestPausedPublishingIsWaitedOutInOrder() {
+	h := newHarness(tb(f), openSQLite(tb(f)), Options.MaxAttempts(1))
+	h.publisher.script = func(call int, dispatches []messaging.Dispatch) (int, error) {
+		if call < 3 {
+			return 0, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: dispatches[0].MessageID,
+				Err: fmt.Errorf("the broker has blocked this connection (reason: low on memory): %w", messaging.ErrPublishingPaused)}}}
+		}
+		return len(dispatches), nil
+	}
+	f.So(h.Commit(messages("a", "b")...), should.BeNil)
+	h.Listen()
+	for range 3 {
+		f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"a", "b"})
+		h.clock.AwaitFire(tb(f), testRetry)
+	}
+	h.monitor.AwaitConfirmed(tb(f), 2)
+	f.So(h.count("publish_attempts = 0 AND last_error IS NULL"), should.Equal, 2)
+	f.So(h.publisher.closed, should.BeFalse)
+}
+
+// A nack says the broker could not take the message now: it is set aside to
+// be tried again, never counted, and the rows behind it move on.
+func (f *IsolationFixture) TestANackSetsTheRowAsideWithoutCountingIt() {
+	h := newHarness(tb(f), openSQLite(tb(f)), Options.MaxAttempts(1))
+	h.publisher.script = func(call int, dispatches []messaging.Dispatch) (int, error) {
+		if call > 0 {
+			return len(dispatches), nil
+		}
+		return 1, &messaging.PublishError{Results: []messaging.PublishResult{
+			{MessageID: "full", Err: fmt.Errorf("nack: %w", messaging.ErrRefused)},
+			{MessageID: "next", Confirmed: true, Routed: true},
+		}}
+	}
+	f.So(h.Commit(messages("full", "next")...), should.BeNil)
+	h.Listen()
+	h.monitor.AwaitConfirmed(tb(f), 1)
+	h.awaitCount("message_id = 'full' AND publish_attempts = 0 AND retired_us IS NULL AND last_error LIKE '%nack%'", 1)
+	h.clock.Await(tb(f), testRetry)
+	h.clock.Advance(testRetry)
+	h.clock.Fire(testRetry)
+	h.monitor.AwaitConfirmed(tb(f), 2)
+}
+
+// A row that can never travel on AMQP (an older version wrote it, or someone
+// by hand) is retired before it is published, and the rows behind it publish.
+func (f *IsolationFixture) TestARowBreakingAWireLimitIsRetiredAtOnceWithoutBeingPublished() {
+	db := openSQLite(tb(f))
+	h := newHarness(tb(f), db, Options.MaxPayload(1024))
+	now := micros(h.clock.Now())
+	for _, insert := range []struct {
+		id, headers string
+		payload     []byte
+	}{
+		{strings.Repeat("€", 100), "", []byte("x")},
+		{"long-header", `{"` + strings.Repeat("h", 300) + `":{"s":"v"}}`, []byte("x")},
+		{"too-large", "", make([]byte, 1025)},
+	} {
+		var headers any
+		if insert.headers != "" {
+			headers = insert.headers
+		}
+		_, err := db.Exec("INSERT INTO Messages (message_id, topic, headers, payload, created_us) VALUES (?, 'events', ?, ?, ?)", insert.id, headers, insert.payload, now)
+		f.So(err, should.BeNil)
+	}
+	f.So(h.Commit(messages("behind")...), should.BeNil)
+	h.Listen()
+	h.monitor.AwaitConfirmed(tb(f), 1)
+	h.log.Await(tb(f), "Retired message [3] at once: it can never be published")
+	f.So(h.publisher.Published(), should.Equal, []string{"behind"})
+	f.So(h.count("retired_us IS NOT NULL AND publish_attempts = 1"), should.Equal, 3)
+	f.So(h.count("last_error LIKE '%MessageID is 300 bytes%'"), should.Equal, 1)
+	f.So(h.count("last_error LIKE '%header name%'"), should.Equal, 1)
+	f.So(h.count("last_error LIKE '%Payload is 1025 bytes%'"), should.Equal, 1)
+	_, _, _, retired := h.monitor.counts()
+	f.So(retired, should.Equal, 3)
+}
+
+// The transport may refuse a message for a wire limit of its own (a lower
+// maximum payload): that row is retired, the others land.
+func (f *IsolationFixture) TestARowTheTransportRefusesForAWireLimitIsRetired() {
+	h := newHarness(tb(f), openSQLite(tb(f)))
+	h.publisher.script = func(_ int, dispatches []messaging.Dispatch) (int, error) {
+		for _, d := range dispatches {
+			if d.MessageID == "big" {
+				return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), &messaging.FieldError{MessageID: "big", Field: "Payload", Size: 10, Limit: 5})
+			}
+		}
+		return len(dispatches), nil
+	}
+	f.So(h.Commit(messages("a", "big", "b")...), should.BeNil)
+	h.Listen()
+	h.monitor.AwaitConfirmed(tb(f), 2)
+	h.log.Await(tb(f), "Retired message [2] at once")
+	f.So(h.count("message_id = 'big' AND retired_us IS NOT NULL"), should.Equal, 1)
+}
