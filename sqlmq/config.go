@@ -13,18 +13,18 @@ import (
 // Default values of the options. A zero or negative duration or capacity given to
 // an option means its default, never "no limit".
 const (
-	DefaultTable                   = "Messages"
-	DefaultChannelBufferCapacity   = 1024
-	DefaultRetryTimeout            = 5 * time.Second
-	DefaultIsolationLevel          = sql.LevelReadCommitted
-	DefaultMaxAttempts             = 10
-	DefaultPageSize                = 500
-	DefaultLinger                  = 10 * time.Millisecond
-	DefaultLeaseTimeout            = time.Minute
-	DefaultRetention               = 24 * time.Hour
-	DefaultPruneBatchSize          = 500
-	DefaultPruneInterval           = time.Minute
-	DefaultShutdownTimeout         = 30 * time.Second
+	DefaultTable                 = "Messages"
+	DefaultChannelBufferCapacity = 1024
+	DefaultRetryTimeout          = 5 * time.Second
+	DefaultIsolationLevel        = sql.LevelReadCommitted
+	DefaultMaxAttempts           = 10
+	DefaultPageSize              = 500
+	DefaultLinger                = 10 * time.Millisecond
+	DefaultLeaseTimeout          = time.Minute
+	DefaultRetention             = 24 * time.Hour
+	DefaultPruneBatchSize        = 500
+	DefaultPruneInterval         = time.Minute
+	DefaultShutdownTimeout       = 30 * time.Second
 	// DefaultMaxPayload is RabbitMQ's default max_message_size (128 MiB).
 	DefaultMaxPayload = wire.DefaultMaxPayload
 )

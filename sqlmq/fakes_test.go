@@ -366,10 +366,10 @@ type harness struct {
 }
 
 const (
-	testRetry   = 5 * time.Second
-	testLease   = time.Hour
-	testSweep   = 30 * time.Minute
-	testPrune   = 2 * time.Hour
+	testRetry = 5 * time.Second
+	testLease = time.Hour
+	testSweep = 30 * time.Minute
+	testPrune = 2 * time.Hour
 )
 
 func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {

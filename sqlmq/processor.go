@@ -531,7 +531,6 @@ func (p *processor) leased(rows []row, now time.Time) bool {
 	return true
 }
 
-
 // settle marks confirmed rows dispatched, retrying the update until it lands
 // or the context ends (then the rows are published again later: at least once).
 func (p *processor) settle(ctx context.Context, confirmed []row) {
