@@ -7,14 +7,15 @@ import (
 	"time"
 )
 
-// Admin is the operator's view of an outbox table: the rows the broker refused
-// until they were retired, and the means to put them back.
+// Admin is the operator's view of an outbox table: the rows waiting to be
+// published and why, the rows retired, and the means to put them back.
 type Admin struct {
 	store *store
 	err   error
 }
 
-// RetiredMessage is a row the broker refused MaxAttempts times. It is kept, not
+// RetiredMessage is a row retired after MaxAttempts failed publishes, or at
+// once because it can never be published (a wire limit). It is kept, not
 // deleted, until an operator releases it.
 type RetiredMessage struct {
 	ID          int64
@@ -91,6 +92,64 @@ func (a *Admin) Release(ctx context.Context, ids ...int64) (int, error) {
 		return 0, fmt.Errorf("sqlmq: count released outbox rows: %w", err)
 	}
 	return int(affected), nil
+}
+
+// PendingMessage is a row waiting to be published: its age, how many of its
+// publishes failed on its own account, and the last error, so an operator can
+// see why the outbox is behind.
+type PendingMessage struct {
+	ID          int64
+	MessageID   string
+	Topic       string
+	RoutingKey  string
+	MessageType string
+	Created     time.Time
+	Attempts    int
+	// LastError is the last failed publish's error (empty when none failed).
+	LastError string
+	// LeaseOwner is the processor holding the row, empty when none does (a
+	// row set aside after a failure, or released at shutdown).
+	LeaseOwner string
+	// LeaseUntil is when the holder's claim ends, or when a row set aside is
+	// tried again; zero when never leased.
+	LeaseUntil time.Time
+}
+
+// Pending lists up to limit rows waiting to be published, oldest first (limit
+// <= 0 means 100).
+func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	if limit <= 0 {
+		limit = 100
+	}
+	s := a.store
+	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
+		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?"), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+	}
+	defer func() { _ = result.Close() }()
+	var pending []PendingMessage
+	for result.Next() {
+		var (
+			m                PendingMessage
+			created          int64
+			attempts         int64
+			lastError, owner sql.NullString
+			until            sql.NullInt64
+		)
+		if err := result.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &attempts, &lastError, &owner, &until); err != nil {
+			return nil, fmt.Errorf("sqlmq: read a pending outbox row: %w", err)
+		}
+		m.Created, m.Attempts, m.LastError, m.LeaseOwner, m.LeaseUntil = fromMicros(created), int(attempts), lastError.String, owner.String, fromMicros(until.Int64)
+		pending = append(pending, m)
+	}
+	if err := result.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s: %w", s.table, err)
+	}
+	return pending, nil
 }
 
 // Undispatched counts rows waiting to be published (retired rows excluded).

@@ -1,11 +1,16 @@
 // Command warrenmq is the operator's tool for a service built on this library:
-// it reads and releases the outbox's retired rows, counts what the outbox still
-// owes the broker, and runs the broker health probe once.
+// it lists what the outbox still owes the broker (oldest rows first, with their
+// failed attempts and last error), reads and releases the retired rows, and
+// runs the broker health probe once.
 //
-//	warrenmq outbox pending  [-driver mysql] [-dsn DSN] [-table Messages]
+//	warrenmq outbox pending  [-limit 20] [-driver mysql] [-dsn DSN] [-table Messages]
 //	warrenmq outbox retired  [-limit 50] ...
 //	warrenmq outbox release  ID [ID ...] ...
 //	warrenmq status          [-amqp URL] [-timeout 10s]
+//
+// Nothing it prints carries a password: every line, on stdout and stderr,
+// errors included, passes through internal/redact with every address the
+// command was given (flags and environment).
 //
 // Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.
 package main
@@ -19,13 +24,17 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	amqp "github.com/rabbitmq/amqp091-go"
 	_ "modernc.org/sqlite"
 
+	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
@@ -36,6 +45,7 @@ var errUsage = errors.New("usage")
 
 func main() {
 	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	// run's error is redacted already; printing it cannot leak.
 	switch {
 	case err == nil:
 	case errors.Is(err, errUsage):
@@ -48,12 +58,78 @@ func main() {
 }
 
 const usage = `usage:
-  warrenmq outbox pending  [-driver mysql|pgx|sqlite] [-dsn DSN] [-table Messages]
+  warrenmq outbox pending  [-limit 20] [-driver mysql|pgx|sqlite] [-dsn DSN] [-table Messages]
   warrenmq outbox retired  [-limit 50] [outbox flags]
   warrenmq outbox release  [outbox flags] ID [ID ...]
   warrenmq status          [-amqp URL] [-timeout 10s]`
 
+// addressVariables are the environment variables that may hold an address
+// with a password.
+var addressVariables = []string{"WARRENMQ_DSN", "WARRENMQ_AMQP"}
+
+// run runs the command. Everything it writes, and the error it returns, has
+// the password of every address it was given masked: the arguments and the
+// address variables are all treated as addresses, so nothing depends on which
+// flag held one or on the address parsing.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	secrets := append([]string(nil), args...)
+	for _, name := range addressVariables {
+		secrets = append(secrets, os.Getenv(name))
+	}
+	stdout, stderr = redacting{stdout, secrets}, redacting{stderr, secrets}
+	if err := dispatch(ctx, args, stdout, stderr); err != nil {
+		return redacted{err: err, text: mask(err.Error(), secrets)}
+	}
+	return nil
+}
+
+// mask is redact.Text, and then also masks the pieces of each password that a
+// parser quotes when it stops at a reserved character: url.Parse, for one,
+// reports "amqp://guest:s3cr" for a password "s3cr#t". Pieces shorter than
+// minPiece are left: they would mask ordinary words and reveal little.
+func mask(text string, secrets []string) string {
+	text = redact.Text(text, secrets...)
+	const minPiece = 4
+	for _, secret := range secrets {
+		password := redact.Password(secret)
+		for i := 0; i < len(password); i++ {
+			if !strings.ContainsRune("#@:/?%[]", rune(password[i])) {
+				continue
+			}
+			for _, piece := range []string{password[:i], password[i+1:]} {
+				if len(piece) >= minPiece {
+					text = strings.ReplaceAll(text, piece, redact.Mask)
+				}
+			}
+		}
+	}
+	return text
+}
+
+// redacting masks passwords in everything written through it.
+type redacting struct {
+	w       io.Writer
+	secrets []string
+}
+
+func (r redacting) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, mask(string(p), r.secrets)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// redacted is an error whose text has its passwords masked; errors.Is and
+// errors.As still see what it wraps.
+type redacted struct {
+	err  error
+	text string
+}
+
+func (r redacted) Error() string { return r.text }
+func (r redacted) Unwrap() error { return r.err }
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: no command\n%s", errUsage, usage)
 	}
@@ -84,7 +160,11 @@ func runOutbox(ctx context.Context, verb string, args []string, stdout, stderr i
 	set.StringVar(&f.driver, "driver", envOr("WARRENMQ_DRIVER", "mysql"), "database/sql driver: mysql, pgx or sqlite")
 	set.StringVar(&f.dsn, "dsn", envOr("WARRENMQ_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "data source name")
 	set.StringVar(&f.table, "table", envOr("WARRENMQ_TABLE", "Messages"), "outbox table")
-	set.IntVar(&f.limit, "limit", 50, "most retired rows to list")
+	limit := 50
+	if verb == "pending" {
+		limit = 20
+	}
+	set.IntVar(&f.limit, "limit", limit, "most rows to list")
 	if err := set.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -94,24 +174,19 @@ func runOutbox(ctx context.Context, verb string, args []string, stdout, stderr i
 	}
 	db, err := sql.Open(f.driver, f.dsn)
 	if err != nil {
-		return fmt.Errorf("open %s database: %w", f.driver, err)
+		return fmt.Errorf("open the %s database at %s: %w", f.driver, redact.Address(f.dsn), err)
 	}
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
-		return fmt.Errorf("cannot reach the %s database: %w (check -dsn; `make services` starts the local ones)", f.driver, err)
+		return fmt.Errorf("cannot reach the %s database at %s: %w (check -dsn; `make services` starts the local ones)", f.driver, redact.Address(f.dsn), err)
 	}
 	admin := sqlmq.NewAdmin(db, sqlmq.Options.Dialect(dialect), sqlmq.Options.Table(f.table))
 
 	switch verb {
 	case "pending":
-		n, err := admin.Undispatched(ctx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "%d message(s) in %s not yet confirmed by the broker\n", n, f.table)
-		return nil
+		return pending(ctx, admin, f, stdout)
 	case "retired":
 		rows, err := admin.Retired(ctx, f.limit)
 		if err != nil {
@@ -154,6 +229,76 @@ func runOutbox(ctx context.Context, verb string, args []string, stdout, stderr i
 	return fmt.Errorf("%w: unknown outbox command %q\n%s", errUsage, verb, usage)
 }
 
+// pending prints how many rows wait to be published and the oldest of them,
+// with their age, failed attempts and last error.
+func pending(ctx context.Context, admin *sqlmq.Admin, f outboxFlags, stdout io.Writer) error {
+	n, err := admin.Undispatched(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d message(s) in %s not yet confirmed by the broker\n", n, f.table)
+	if n == 0 {
+		return nil
+	}
+	rows, err := admin.Pending(ctx, f.limit)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tAGE\tATTEMPTS\tMESSAGE ID\tEXCHANGE\tROUTING KEY\tTYPE\tNEXT TRY\tLAST ERROR")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, age(now.Sub(r.Created)), r.Attempts, cell(r.MessageID, 40),
+			cell(r.Topic, 30), cell(r.RoutingKey, 30), cell(r.MessageType, 30), nextTry(now, r), cell(r.LastError, 120))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if int64(len(rows)) < n {
+		fmt.Fprintf(stdout, "(the oldest %d of %d; -limit shows more)\n", len(rows), n)
+	}
+	return nil
+}
+
+// age is d rounded for reading: 850ms, 42s, 3m10s, 5h2m.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// nextTry says when a row set aside after a failure is tried again, or who
+// holds it.
+func nextTry(now time.Time, r sqlmq.PendingMessage) string {
+	switch {
+	case r.LeaseOwner != "":
+		return "held by " + cell(r.LeaseOwner, 40)
+	case r.LeaseUntil.IsZero() || !r.LeaseUntil.After(now):
+		return "due"
+	}
+	return "in " + age(r.LeaseUntil.Sub(now))
+}
+
+// cell keeps a value on one line of a table and within width bytes.
+func cell(s string, width int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "-"
+	}
+	if len(s) <= width {
+		return s
+	}
+	cut := width
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 func dialectFor(driver string) (sqlmq.Dialect, error) {
 	switch driver {
 	case "mysql":
@@ -174,6 +319,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := set.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
+	if _, err := amqp.ParseURI(*address); err != nil { // its text may quote a piece of the password
+		return fmt.Errorf("the -amqp address %s is malformed; write it as amqp://user:password@host:5672/vhost, with reserved characters in the user or password ('#', '@', ':', '/', '?', '%%') percent-encoded", redact.Address(*address))
+	}
 	transport := rabbitmq.New(rabbitmq.Options.Address(*address), rabbitmq.Options.BrokerTimeout(*timeout))
 	defer transport.Close()
 	checker := status.New(status.Options.Connector(transport))
@@ -182,9 +330,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	started := time.Now()
 	if err := checker.Probe(ctx); err != nil { // no tolerance window: the answer now
-		return fmt.Errorf("broker probe failed: %w", err)
+		return fmt.Errorf("broker probe of %s failed: %w", redact.Address(*address), err)
 	}
-	fmt.Fprintf(stdout, "broker ok: probe confirmed in %s\n", time.Since(started).Round(time.Microsecond))
+	fmt.Fprintf(stdout, "broker ok at %s: probe confirmed in %s\n", redact.Address(*address), time.Since(started).Round(time.Microsecond))
 	return nil
 }
 
