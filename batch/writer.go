@@ -1,8 +1,13 @@
 // Package batch provides a Writer that publishes each call as one committed
 // batch: it connects lazily, writes through a CommitWriter, commits, and after
-// any error closes what it holds so the next call redials. Callers get a
-// publish that either landed whole (confirmed, and routed when mandatory) or
-// failed with the transport's account of what did not.
+// an error that may have broken its channel or connection closes what it holds
+// so the next call redials. An error that leaves the connection healthy (a
+// message unroutable, refused by the broker or over a wire limit, or the broker
+// blocking the connection during an alarm) keeps it: while blocked, calls fail
+// fast with messaging.ErrPublishingPaused and resume on the same connection
+// when the alarm clears. Callers get a publish that either landed whole
+// (confirmed, and routed when mandatory) or failed with the transport's account
+// of what did not.
 package batch
 
 import (
@@ -31,8 +36,11 @@ func New(connector messaging.Connector) *Writer {
 	return &Writer{connector: connector}
 }
 
-// Write publishes dispatches as one batch and returns how many landed. Any error
-// (connect, write, commit) closes the connection so that the next call redials.
+// Write publishes dispatches as one batch and returns how many landed. An error
+// that may have broken the connection (connect, write, a lost confirm, a
+// timeout, a closed channel) closes it so that the next call redials; one that
+// leaves it healthy (unroutable, refused, over a wire limit, publishing paused
+// by a blocked connection) keeps it.
 func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	if len(dispatches) == 0 {
 		return 0, nil
@@ -47,11 +55,15 @@ func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 		return 0, err
 	}
 	if _, err := w.writer.Write(ctx, dispatches...); err != nil {
-		w.reset()
+		if !keepsConnection(err) {
+			w.reset()
+		} else {
+			_ = w.writer.Rollback() // nothing of a failed call may ride on the next one
+		}
 		return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), err)
 	}
 	if err := w.writer.Commit(); err != nil {
-		if !channelSurvives(err) {
+		if !keepsConnection(err) {
 			w.reset()
 		}
 		return landed(err), fmt.Errorf("batch writer: commit %d message(s): %w", len(dispatches), err)
@@ -99,21 +111,27 @@ func landed(err error) int {
 	return len(publishErr.Results) - len(publishErr.Failed())
 }
 
-// channelSurvives reports whether the commit failed only because the broker
-// answered some messages with a return or a nack, or paused publishing: the
-// channel is still healthy, so there is no need to redial.
-func channelSurvives(err error) bool {
+// keepsConnection reports whether the connection and channel are healthy
+// after err, so that redialling would only cost a connection: the broker
+// answered some messages with a return or a nack, refused them before sending
+// (a wire limit), or has blocked the connection during a memory or disk alarm.
+// A blocked connection is kept on purpose: a new one is blocked again after its
+// first publish, and dialling one per call during an alarm only adds load to
+// a broker already short of memory. Anything else (a lost confirm that is not
+// the block's, a timeout, a closed channel) redials.
+func keepsConnection(err error) bool {
 	var publishErr *messaging.PublishError
 	if !errors.As(err, &publishErr) {
-		return false
+		return errors.Is(err, messaging.ErrPublishingPaused) || errors.Is(err, messaging.ErrWireLimit)
 	}
 	for _, failed := range publishErr.Failed() {
 		switch {
 		case errors.Is(failed.Err, messaging.ErrUnroutable), errors.Is(failed.Err, messaging.ErrRefused):
+		case errors.Is(failed.Err, messaging.ErrWireLimit):
 		case errors.Is(failed.Err, messaging.ErrPublishingPaused):
-			// A blocked connection is kept: the next call fails at once
-			// instead of dialling a new connection that the broker blocks
-			// again after its first write. It resumes when the alarm clears.
+			// Including a publish written just before the block and not yet
+			// confirmed (also ErrArrivalUnknown): its confirm comes on this
+			// connection when the alarm clears.
 		default:
 			return false
 		}

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -110,6 +111,66 @@ func (f *WriterFixture) TestArrivalUnknownRedials() {
 	f.So(f.connector.last().closed, should.BeTrue)
 }
 
+func (f *WriterFixture) TestABlockedConnectionIsKeptAndWritesResumeOnItWhenUnblocked() {
+	f.connector.commitErr = fmt.Errorf("the broker has blocked this connection: %w", messaging.ErrPublishingPaused)
+	for range 5 {
+		n, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+		f.So(n, should.Equal, 0)
+		f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
+	}
+	f.connector.commitErr = nil
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(n, should.Equal, 1)
+	f.So(err, should.BeNil)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().closed, should.BeFalse)
+	f.So(f.connector.last().writers, should.HaveLength, 1)
+	f.So(f.connector.last().last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestAPublishCaughtByTheBlockKeepsTheConnection() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: fmt.Errorf("paused: %w; may still arrive: %w", messaging.ErrPublishingPaused, messaging.ErrArrivalUnknown)},
+		{MessageID: "b", Err: fmt.Errorf("not sent: %w", messaging.ErrPublishingPaused)},
+	}}
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{}, messaging.Dispatch{})
+
+	f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestADispatchRefusedForAWireLimitKeepsTheConnectionAndCountsWhatLanded() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Confirmed: true, Routed: true},
+		{MessageID: "b", Err: &messaging.FieldError{Field: "MessageID", Size: 300, Limit: 255}},
+		{MessageID: "c", Confirmed: true, Routed: true},
+	}}
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{}, messaging.Dispatch{}, messaging.Dispatch{})
+
+	f.So(n, should.Equal, 2)
+	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestAWriteRefusedForAWireLimitKeepsTheConnectionAndCarriesNothingOver() {
+	f.connector.writeErr = &messaging.FieldError{Field: "RoutingKey", Size: 300, Limit: 255}
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeFalse)
+	f.So(f.connector.last().last().rollbacks, should.Equal, 1)
+}
+
+func (f *WriterFixture) TestAPausedFailureMixedWithALostConfirmRedials() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: fmt.Errorf("paused: %w", messaging.ErrPublishingPaused)},
+		{MessageID: "b", Err: fmt.Errorf("channel closed: %w", messaging.ErrArrivalUnknown)},
+	}}
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{}, messaging.Dispatch{})
+
+	f.So(f.connector.last().closed, should.BeTrue)
+}
+
 func (f *WriterFixture) TestCloseReleasesAndRefusesLaterWrites() {
 	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
 	f.So(f.writer.Close(), should.BeNil)
@@ -162,6 +223,7 @@ type fakeWriter struct {
 	connector *fakeConnector
 	written   []messaging.Dispatch
 	commits   int
+	rollbacks int
 	closed    bool
 }
 
@@ -176,5 +238,5 @@ func (w *fakeWriter) Commit() error {
 	w.commits++
 	return w.connector.commitErr
 }
-func (w *fakeWriter) Rollback() error { return nil }
+func (w *fakeWriter) Rollback() error { w.rollbacks++; return nil }
 func (w *fakeWriter) Close() error    { w.closed = true; return nil }
