@@ -38,10 +38,21 @@ func IsReserved(name string) bool {
 }
 
 // ReservedHeaderError is the error every writer returns for an application
-// header in the reserved namespace; its text is the wire contract's.
+// header in the reserved namespace; its text is the wire contract's. It matches
+// messaging.ErrWireLimit: like an over-long field, it is the message's own
+// fault, refused alone before anything is sent, and no retry can fix it.
 func ReservedHeaderError(name string) error {
-	return fmt.Errorf("acemq: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", name, ReservedPrefix)
+	return reservedHeaderError{name: name}
 }
+
+type reservedHeaderError struct{ name string }
+
+func (e reservedHeaderError) Error() string {
+	return fmt.Sprintf("acemq: header %q is in the reserved %q namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-", e.name, ReservedPrefix)
+}
+
+// Is matches messaging.ErrWireLimit.
+func (e reservedHeaderError) Is(target error) bool { return target == messaging.ErrWireLimit }
 
 // Check returns a *messaging.FieldError (matching messaging.ErrWireLimit) for
 // the first field of d that cannot travel on AMQP, the reserved-header error
