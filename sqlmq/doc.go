@@ -8,11 +8,23 @@
 //
 // A row stores everything needed to publish the same bytes and properties
 // later, so a row recovered after a restart, or by another instance, publishes
-// exactly what the live path would have. A row the broker keeps refusing
-// (unroutable, negatively acknowledged, exchange missing) is retired after
-// MaxAttempts so the rows behind it move; it is kept, listed by Admin.Retired,
-// and released by Admin.Release. Nothing is deleted unpublished; dispatched rows
-// are pruned after Retention.
+// exactly what the live path would have.
+//
+// Commit never waits on the broker or the processor: once SQL has committed it
+// hands the rows to the processor's channel if there is room, and otherwise
+// leaves them in the table, from where the processor publishes them, in
+// order, once it has caught up.
+//
+// No row holds up the others. A row that can never travel on AMQP is retired
+// before it is published; a batch that fails in a way one row may have caused
+// is published again in halves; a row whose own publish failed (the broker
+// refused it, or it failed alone while others published) is set aside with
+// its attempts and last error, tried again after RetryTimeout, and retired at
+// MaxAttempts. An outage (broker unreachable, publishing paused) counts
+// nothing: the rows wait in order. Retired rows are kept, listed by
+// Admin.Retired and released by Admin.Release; Admin.Pending shows the rows
+// waiting and why. Nothing is deleted unpublished; dispatched rows are pruned
+// after Retention.
 //
 // Several instances may share one table: rows are claimed with a lease (SELECT
 // ... FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL), and a periodic sweep
@@ -26,6 +38,9 @@
 // FirstSeen and Timestamp (now when zero), Mandatory (always true). Header
 // values must be what an AMQP table carries (a nested map[string]any is stored
 // as an amqp091.Table); names in the reserved x-acemq- namespace are refused.
+// Write refuses, with messaging.ErrWireLimit, any dispatch whose fields AMQP
+// cannot carry (short strings over 255 bytes, a payload over MaxPayload), so
+// nothing unpublishable is ever stored.
 // A Dispatch with an empty Origin gets the publishing transport's default, so
 // instances sharing a table should configure the same origin.
 //
