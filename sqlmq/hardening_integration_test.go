@@ -298,3 +298,51 @@ func (c *consumer) awaitWithin(within time.Duration, ids ...string) {
 		}
 	}
 }
+
+// A memory alarm pauses publishing: the relay keeps its one blocked
+// connection and waits (no redial churn on a broker already short of memory),
+// counts nothing against the rows, and publishes them all when the alarm
+// clears.
+func TestIntegrationAMemoryAlarmKeepsTheRelayOnOneConnection(t *testing.T) {
+	url := testenv.Disrupt(t)
+	b := backends[0]
+	db := b.open(t)
+	table := outboxTable(t, b, db)
+	setup := newBrokerAt(t, url)
+	exchange := setup.exchange("alarm")
+	queue := setup.queue("alarm", exchange)
+	name := "sqlmq alarm test " + messaging.NewID()[:8]
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.ConnectionName(name))
+	outbox := newInstanceOver(t, transport, b, db, table)
+	outbox.listen(t)
+	received := newBrokerAt(t, url).consume(queue)
+	warm := messageIDs("warm", 1)
+	outbox.commit(t, dispatchesTo(exchange, warm...)...)
+	received.await(warm...)
+
+	t.Cleanup(func() { testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0")
+	all := messageIDs("alarm", 50)
+	for _, id := range all {
+		outbox.commit(t, dispatchesTo(exchange, id)...)
+	}
+	connections := map[string]bool{}
+	for alarm := time.Now(); time.Since(alarm) < 10*time.Second; {
+		for _, line := range strings.Split(testenv.Rabbitmqctl(t, "list_connections", "name", "client_properties", "--no-table-headers", "-q"), "\n") {
+			if strings.Contains(line, name) {
+				connections[strings.SplitN(line, "\t", 2)[0]] = true
+			}
+		}
+	}
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
+	t.Logf("the relay used %d connection(s) during a 10s memory alarm", len(connections))
+	if len(connections) > 1 {
+		t.Errorf("the relay opened %d connections during the alarm; want it to keep one: %v", len(connections), connections)
+	}
+	received.awaitWithin(bound, all...)
+	var counted int
+	_ = db.QueryRow("SELECT COUNT(*) FROM " + table + " WHERE publish_attempts > 0 OR retired_us IS NOT NULL").Scan(&counted)
+	if counted != 0 {
+		t.Errorf("%d row(s) had attempts counted for the alarm", counted)
+	}
+}
