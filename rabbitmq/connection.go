@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -58,7 +59,7 @@ func (c *connection) watch(closes <-chan *amqp.Error, blocks <-chan amqp.Blockin
 		case err := <-closes:
 			reason := "closed by the application"
 			if err != nil {
-				reason = err.Error()
+				reason = redact.Text(err.Error(), c.config.address)
 			}
 			c.mu.Lock()
 			c.ended = true

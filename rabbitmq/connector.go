@@ -8,13 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"sync"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -85,11 +84,30 @@ func (c *connector) Close() error {
 	return errors.Join(errs...)
 }
 
+// dial dials the broker. Every error it returns, and so every log line and
+// monitor callback that quotes one, has the address's credentials masked.
 func (c *connector) dial(ctx context.Context) (adapter.Connection, error) {
-	address := redact(c.config.address)
+	conn, err := c.dialUnmasked(ctx)
+	if err != nil {
+		return nil, maskedError{err: err, address: c.config.address}
+	}
+	return conn, nil
+}
+
+// maskedError is err with the credentials of address masked in its text;
+// errors.Is and errors.As see through it to the causes.
+type maskedError struct {
+	err     error
+	address string
+}
+
+func (e maskedError) Error() string { return redact.Text(e.err.Error(), e.address) }
+func (e maskedError) Unwrap() error { return e.err }
+
+func (c *connector) dialUnmasked(ctx context.Context) (adapter.Connection, error) {
+	address := redact.Address(c.config.address)
 	if _, err := amqp.ParseURI(c.config.address); err != nil {
-		detail := strings.ReplaceAll(err.Error(), c.config.address, address)
-		return nil, fmt.Errorf("the broker address %s is malformed (%s); give rabbitmq.Options.Address a URI such as amqp://user:password@host:5672/vhost", address, detail)
+		return nil, malformedAddress(c.config.address, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to %s abandoned before dialling: %w", address, err)
@@ -145,17 +163,17 @@ func (c *connector) dial(ctx context.Context) (adapter.Connection, error) {
 	return nil, fmt.Errorf("connect to %s failed: %w; is the broker running (`make services` starts it locally)?", address, err)
 }
 
-// redact hides the password of an address for logs and errors, even when the
-// address does not parse.
-func redact(address string) string {
-	if u, err := url.Parse(address); err == nil {
-		return u.Redacted()
+// malformedAddress explains an address amqp091 cannot parse. The parser's own
+// words quote the address, or a piece of it cut at a character the password
+// holds (a '#' starts a fragment, so "invalid port" quotes what follows a
+// ':'), so when the address carries a password they are withheld rather than
+// trusted to the masking.
+func malformedAddress(address string, cause error) error {
+	masked := redact.Address(address)
+	const advice = "give rabbitmq.Options.Address a URI such as amqp://user:password@host:5672/vhost"
+	if redact.Password(address) != "" {
+		return fmt.Errorf("the broker address %s is malformed (the parser's detail is withheld because it may quote the password); "+
+			"a password holding a reserved character must be percent-encoded ('#' as %%23, '@' as %%40, ':' as %%3A, '/' as %%2F, '?' as %%3F, '%%' as %%25); %s", masked, advice)
 	}
-	scheme, rest, ok := strings.Cut(address, "://")
-	at := strings.LastIndex(rest, "@")
-	if !ok || at < 0 {
-		return address
-	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+	return fmt.Errorf("the broker address %s is malformed (%s); %s", masked, redact.Text(cause.Error(), address), advice)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -225,4 +226,79 @@ func (f *ConnectorFixture) TestBlockedAndUnblockedAreReportedAndLogged() {
 
 	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection blocked by broker (reason: low on memory)")
 	f.So(f.h.logs.String(), should.ContainSubstring, "level=WARN")
+}
+
+// password holds the characters that break URL parsing; escapedPassword is its
+// percent-encoded form, which parses.
+const (
+	password        = "p#a@s:s"
+	escapedPassword = "p%23a%40s%3As"
+)
+
+// leaks reports whether text holds the password, its escaped form, or a piece
+// of it cut at one of its special characters.
+func leaks(text string) bool {
+	for _, piece := range []string{password, escapedPassword, "p#a", "a@s", "s:s", "p%23", "%40s"} {
+		if strings.Contains(text, piece) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *ConnectorFixture) TestAnUnparsableAddressWithAHashInItsPasswordIsNeverPrinted() {
+	_, err := f.connector(Options.Address("amqp://guest:" + password + "@127.0.0.1:5672/")).Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "amqp://guest:xxxxx@127.0.0.1:5672/ is malformed")
+	f.So(err.Error(), should.ContainSubstring, "percent-encoded ('#' as %23")
+	f.So(leaks(err.Error()), should.BeFalse)
+	f.So(leaks(f.h.monitor.Errors()[0].Error()), should.BeFalse)
+	f.So(leaks(f.h.logs.String()), should.BeFalse)
+	f.So(f.h.dialer.configs, should.BeEmpty)
+}
+
+func (f *ConnectorFixture) TestAnUnparsableAddressWithoutAPasswordKeepsTheParsersDetail() {
+	_, err := f.connector(Options.Address("amqp://host:notaport/")).Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, `invalid port ":notaport"`)
+}
+
+func (f *ConnectorFixture) TestADialErrorQuotingTheAddressIsMasked() {
+	address := "amqp://guest:" + escapedPassword + "@127.0.0.1:5672/"
+	f.h.dialer.err = fmt.Errorf("dial %s (password %s): connection refused", address, password)
+
+	_, err := f.connector(Options.Address(address)).Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "amqp://guest:xxxxx@127.0.0.1:5672/")
+	f.So(err.Error(), should.ContainSubstring, "connection refused")
+	f.So(leaks(err.Error()), should.BeFalse)
+	f.So(errors.Is(err, f.h.dialer.err), should.BeTrue)
+	f.So(f.h.dialer.addresses[0], should.Equal, address) // the dialer still gets the real address
+	f.So(leaks(f.h.monitor.Errors()[0].Error()), should.BeFalse)
+}
+
+func (f *ConnectorFixture) TestRefusedCredentialsWithAHardPasswordAreMasked() {
+	f.h.dialer.err = &amqp.Error{Code: amqp.AccessRefused, Reason: "ACCESS_REFUSED - Login was refused", Server: true}
+
+	_, err := f.connector(Options.Address("amqp://guest:" + escapedPassword + "@127.0.0.1:5672/")).Connect(context.Background())
+
+	f.So(err.Error(), should.ContainSubstring, "refused the credentials")
+	f.So(leaks(err.Error()), should.BeFalse)
+	var amqpErr *amqp.Error
+	f.So(errors.As(err, &amqpErr), should.BeTrue)
+}
+
+func (f *ConnectorFixture) TestACloseReasonQuotingTheAddressIsMaskedInTheLog() {
+	address := "amqp://guest:" + escapedPassword + "@127.0.0.1:5672/"
+	connector := f.connector(Options.Address(address))
+	conn, err := connector.Connect(context.Background())
+	f.So(err, should.BeNil)
+
+	f.h.dialer.last().BrokerClose("closed by " + address + " with " + password)
+	f.h.monitor.await(f.T(), "closed")
+	_, err = conn.Writer(context.Background())
+
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection closed")
+	f.So(leaks(f.h.logs.String()), should.BeFalse)
+	f.So(leaks(err.Error()), should.BeFalse)
 }
