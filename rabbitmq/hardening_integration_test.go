@@ -127,6 +127,44 @@ func TestAPayloadOverTheBrokersMaximumClosesTheChannelOnlyAndTheOptionPreventsIt
 	}
 }
 
+// A foreign message whose x-acemq-id, -correlation and -type headers are 300
+// bytes is read whole, and its Verbatim copy (Delivery.Redispatch, as
+// settlement sets a message aside) is published, those values travelling in
+// their headers alone, and read back whole.
+func TestAForeignMessageWithOverLongEnvelopeHeadersCanBeSetAside(t *testing.T) {
+	url := testenv.Broker(t)
+	b := newBroker(t, url)
+	source, aside := b.queue("foreign"), b.queue("foreign-aside")
+	long := func(what string) string { return what + "-" + strings.Repeat("€", 100) }
+	if err := b.do(func(ch *amqp.Channel) error {
+		return ch.Publish("", source, true, false, amqp.Publishing{Body: []byte("foreign"), Headers: amqp.Table{
+			"x-acemq-id": long("id"), "x-acemq-correlation": long("correlation"), "x-acemq-type": long("type"),
+		}})
+	}); err != nil {
+		t.Fatalf("publish the foreign message: %v", err)
+	}
+	conn := connect(t, url)
+	in := openStream(t, conn, messaging.StreamConfig{StreamName: source, BufferCapacity: 1, BatchCapacity: 1})
+	d := read(t, in)
+	if d.MessageID != long("id") || d.CorrelationID != long("correlation") || d.MessageType != long("type") {
+		t.Fatalf("read the foreign envelope cut or changed: id %d bytes, correlation %d, type %d", len(d.MessageID), len(d.CorrelationID), len(d.MessageType))
+	}
+	if _, err := openWriter(t, conn).Write(testContext(t), d.Redispatch(aside)); err != nil {
+		t.Fatalf("set the foreign message aside: %v", err)
+	}
+	if err := in.Acknowledge(testContext(t), d); err != nil {
+		t.Fatalf("acknowledge the original: %v", err)
+	}
+	out := openStream(t, conn, messaging.StreamConfig{StreamName: aside, BufferCapacity: 1, BatchCapacity: 1})
+	copied := read(t, out)
+	if copied.MessageID != d.MessageID || copied.CorrelationID != d.CorrelationID || copied.MessageType != d.MessageType || string(copied.Payload) != "foreign" {
+		t.Fatalf("the set-aside copy differs: id %d bytes, correlation %d, type %d, payload %q", len(copied.MessageID), len(copied.CorrelationID), len(copied.MessageType), copied.Payload)
+	}
+	if raw, ok := copied.Upstream.(amqp.Delivery); !ok || raw.MessageId != "" || raw.Type != "" || raw.CorrelationId != "" {
+		t.Fatalf("the copy's over-long values must travel in their headers alone, not in the AMQP properties")
+	}
+}
+
 // A password holding '#', '@' and ':' appears in no error, no monitor callback
 // and no log line, whether the address is given raw (it does not parse) or
 // percent-encoded (the broker refuses it).
