@@ -96,49 +96,51 @@ func (h *harness) checkRefusedAlone(c wireCase, err error) {
 // A write of [good, bad, good] publishes both good dispatches and refuses the
 // bad one alone with ErrWireLimit; the connection and its stream carry on.
 func wireLimitRefusesAlone(h *harness) {
-	queue := h.queue()
-	conn := h.connect()
-	s := h.declared(conn, queue, 2)
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
-	defer func() { _ = w.Close() }()
-	for _, c := range h.wireCases() {
-		before, after := toQueue(queue, c.name+" before"), toQueue(queue, c.name+" after")
-		n, err := w.Write(h.context(), before, c.build(queue), after)
-		if n != 2 {
-			h.t.Fatalf("%s: write [good, bad, good] landed %d (%v); want 2", c.name, n, err)
+	h.refusedAlone(func(conn messaging.Connection) func(c wireCase, dispatches ...messaging.Dispatch) error {
+		w, err := conn.Writer(h.context())
+		if err != nil {
+			h.t.Fatalf("open writer: %v", err)
 		}
-		h.checkRefusedAlone(c, err)
-		for _, want := range []string{c.name + " before", c.name + " after"} {
-			d := h.read(s)
-			if string(d.Payload) != want {
-				h.t.Fatalf("%s: read %q; want %q", c.name, d.Payload, want)
+		h.t.Cleanup(func() { _ = w.Close() })
+		return func(c wireCase, dispatches ...messaging.Dispatch) error {
+			n, err := w.Write(h.context(), dispatches...)
+			if n != 2 {
+				h.t.Fatalf("%s: write [good, bad, good] landed %d (%v); want 2", c.name, n, err)
 			}
-			h.acknowledge(s, d)
+			return err
 		}
-	}
-	h.nothing(s)
+	})
 }
 
-// The same through a CommitWriter: the refusal is reported by Commit, and the
-// rest of the batch is published.
+// The same through a CommitWriter: Write buffers, Commit reports the refusal
+// and publishes the rest of the batch.
 func wireLimitRefusesAloneOnCommit(h *harness) {
+	h.refusedAlone(func(conn messaging.Connection) func(c wireCase, dispatches ...messaging.Dispatch) error {
+		w, err := conn.CommitWriter(h.context())
+		if err != nil {
+			h.t.Fatalf("open commit writer: %v", err)
+		}
+		h.t.Cleanup(func() { _ = w.Close() })
+		return func(c wireCase, dispatches ...messaging.Dispatch) error {
+			if _, err := w.Write(h.context(), dispatches...); err != nil {
+				h.t.Fatalf("%s: a CommitWriter's Write buffers and reports a refusal at Commit; got %v", c.name, err)
+			}
+			return w.Commit()
+		}
+	})
+}
+
+// refusedAlone sends [good, bad, good] for every wire case through the sender
+// open returns, checks the refusal, and reads both good dispatches on a stream
+// of the same connection.
+func (h *harness) refusedAlone(open func(messaging.Connection) func(c wireCase, dispatches ...messaging.Dispatch) error) {
 	queue := h.queue()
 	conn := h.connect()
 	s := h.declared(conn, queue, 2)
-	w, err := conn.CommitWriter(h.context())
-	if err != nil {
-		h.t.Fatalf("open commit writer: %v", err)
-	}
-	defer func() { _ = w.Close() }()
+	send := open(conn)
 	for _, c := range h.wireCases() {
 		before, after := toQueue(queue, c.name+" before"), toQueue(queue, c.name+" after")
-		if _, err := w.Write(h.context(), before, c.build(queue), after); err != nil {
-			h.t.Fatalf("%s: a CommitWriter's Write buffers and reports a refusal at Commit; got %v", c.name, err)
-		}
-		h.checkRefusedAlone(c, w.Commit())
+		h.checkRefusedAlone(c, send(c, before, c.build(queue), after))
 		for _, want := range []string{c.name + " before", c.name + " after"} {
 			d := h.read(s)
 			if string(d.Payload) != want {
