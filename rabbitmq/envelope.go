@@ -139,12 +139,8 @@ func tableValue(value any) any {
 			table[name] = tableValue(item)
 		}
 		return table
-	case amqp.Table:
-		table := make(amqp.Table, len(v))
-		for name, item := range v {
-			table[name] = tableValue(item)
-		}
-		return table
+	case amqp.Table: // copied too: a map[string]any may be nested in it
+		return tableValue(map[string]any(v))
 	case []any:
 		items := make([]any, len(v))
 		for i, item := range v {
