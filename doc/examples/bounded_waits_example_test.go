@@ -15,8 +15,6 @@ func Example_boundedWaits() {
 	fmt.Println("rabbitmq broker timeout:", rabbitmq.DefaultBrokerTimeout)
 	fmt.Println("rabbitmq heartbeat:", rabbitmq.DefaultHeartbeat)
 	fmt.Println("rabbitmq outstanding publishes:", rabbitmq.DefaultMaxOutstandingPublishes)
-	fmt.Println("sqlmq handoff timeout:", sqlmq.DefaultHandoffTimeout)
-	fmt.Println("sqlmq deferred handoff capacity:", sqlmq.DefaultDeferredHandoffCapacity)
 	fmt.Println("sqlmq retry timeout:", sqlmq.DefaultRetryTimeout)
 	fmt.Println("sqlmq lease timeout:", sqlmq.DefaultLeaseTimeout)
 	fmt.Println("sqlmq shutdown timeout:", sqlmq.DefaultShutdownTimeout)
@@ -25,8 +23,6 @@ func Example_boundedWaits() {
 	// rabbitmq broker timeout: 30s
 	// rabbitmq heartbeat: 10s
 	// rabbitmq outstanding publishes: 1000
-	// sqlmq handoff timeout: 10s
-	// sqlmq deferred handoff capacity: 8192
 	// sqlmq retry timeout: 5s
 	// sqlmq lease timeout: 1m0s
 	// sqlmq shutdown timeout: 30s
