@@ -16,12 +16,13 @@ type handler struct {
 	inner     messaging.Handler
 	config    config
 	publisher *publisher
+	held      *heldMemory
 }
 
 // New wraps inner with settlement. connector is the raw transport the
 // set-aside copies are published through.
 func New(connector messaging.Connector, inner messaging.Handler, options ...option) messaging.Handler {
-	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector)}
+	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector), held: newHeldMemory()}
 }
 
 // Handle parks undecodable deliveries, hands the rest to the inner handler and,
@@ -87,7 +88,8 @@ type failure struct {
 // (the same panic type and text), the failure is taken to be a dependency's
 // rather than each message's: none is set aside, and Handle panics with an
 // error marked messaging.Outage, so nothing is acknowledged. A failure marked
-// as an outage stops the isolation the same way.
+// as an outage stops the isolation the same way. The same-way rule holds the
+// same messages for at most SameFailureHold; after that they are set aside.
 func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 	var failures []failure
 	tried := 0
@@ -110,12 +112,17 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		}
 		failures = append(failures, failure{delivery: delivery, value: value})
 	}
-	if len(failures) >= 2 && len(failures) == tried && sameWay(failures) {
+	ids := make([]string, len(failures))
+	for i, f := range failures {
+		ids[i] = f.delivery.MessageID
+	}
+	if len(failures) >= 2 && len(failures) == tried && sameWay(failures) && !c.handler.held.overdue(ids) {
 		err := messaging.Outage(fmt.Errorf("deadletter: all %d messages of the batch failed alone the same way (%s), so the failure is taken to be a dependency's, not theirs: none was set aside, and the broker will redeliver them; mark a failure that is each message's own with messaging.Fatal",
 			len(failures), failureText(failures[0].value)))
 		c.hold(deliveries, err)
 		panic(err)
 	}
+	c.handler.held.forget(ids)
 	for _, f := range failures {
 		c.giveUp(ctx, f.delivery, f.value)
 	}
