@@ -1,4 +1,4 @@
-package deadletter
+package deadletter_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	. "github.com/warrenmq/messaging/handlers/deadletter"
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
@@ -167,7 +168,7 @@ func run(t *testing.T, url, queue string, handler func(transport messaging.Conne
 	}()
 	t.Cleanup(func() {
 		_ = consumer.Close()
-		receiveWithin(t, listened, 30*time.Second, "the consumer's Listen to return after Close")
+		ReceiveWithin(t, listened, 30*time.Second, "the consumer's Listen to return after Close")
 	})
 	return consumer
 }
@@ -325,7 +326,7 @@ func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
 		}), Options.FullDelivery(true), Options.MaxAttempts(3),
 			Options.BrokerWaitThreshold(time.Second),
 			Options.RetryDelay(func(int) time.Duration { return time.Second }),
-			withSleeper(func(_ context.Context, d time.Duration) bool {
+			WithSleeper(func(_ context.Context, d time.Duration) bool {
 				mu.Lock()
 				defer mu.Unlock()
 				inProcess = append(inProcess, d)

@@ -1,4 +1,4 @@
-package deadletter
+package deadletter_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	. "github.com/warrenmq/messaging/handlers/deadletter"
 	"github.com/warrenmq/messaging/internal/testenv"
 )
 

@@ -1,4 +1,4 @@
-package deadletter
+package deadletter_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	. "github.com/warrenmq/messaging/handlers/deadletter"
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/internal/testenv"
@@ -142,7 +143,7 @@ func TestServicesADatabaseOutageDeadLettersNothing(t *testing.T) {
 		_ = consumer.Close()
 		_ = dispatcher.Close()
 		for range 2 {
-			receiveWithin(t, done, 30*time.Second, "Listen to return after Close")
+			ReceiveWithin(t, done, 30*time.Second, "Listen to return after Close")
 		}
 	})
 

@@ -74,8 +74,12 @@ func (c configuration) spread(base time.Duration, r float64, maxBackoff time.Dur
 	}
 }
 
-// wait returns the jittered wait after the given failed attempt.
+// wait returns the jittered wait after the given failed attempt: the
+// policy's, unless a shorthand (Backoff, MaxBackoff, JitterFactor) replaced it.
 func (c configuration) wait(attempt int) time.Duration {
+	if !c.shorthand {
+		return c.policy.Delay(attempt, c.random)
+	}
 	return c.jittered(c.delay(attempt), c.random())
 }
 

@@ -5,19 +5,36 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // Defaults applied when an option is absent, zero or negative.
 const (
-	// DefaultBackoff is the wait after the first failure.
-	DefaultBackoff = 5 * time.Second
-	// DefaultMaxAttempts is effectively unlimited: a handler is retried until it
-	// succeeds, panics with a fatal error, or its context ends.
-	DefaultMaxAttempts = math.MaxInt
+	// DefaultBackoff is the wait after the first failure: the first wait of
+	// DefaultPolicy, and the base of the Backoff shorthand when only
+	// MaxBackoff or JitterFactor is given.
+	DefaultBackoff = time.Second
+	// DefaultMaxBackoff is the longest wait of DefaultPolicy.
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultMaxAttempts is DefaultPolicy's budget, the first attempt
+	// included: a batch is handled at most five times, then the last panic
+	// propagates (to the settlement decorator, which dead-letters the message
+	// that still fails alone). No configuration makes it unlimited.
+	DefaultMaxAttempts = 5
 	// DefaultMaxOutageBackoff caps the wait between tries while a dependency
 	// is down (messaging.IsOutage).
 	DefaultMaxOutageBackoff = 30 * time.Second
 )
+
+// DefaultPolicy is the retry budget when none is stated:
+// retrypolicy.Exponential(5, 1s, 30s), so a failing batch is handled at most
+// five times, waiting about 1 s, 2 s, 4 s and 8 s (±20 %) between attempts:
+// about 15 s in all before retry gives up. handlers/deadletter and the
+// streaming runtime's own settlement use the same value.
+func DefaultPolicy() retrypolicy.Policy {
+	return retrypolicy.Exponential(DefaultMaxAttempts, DefaultBackoff, DefaultMaxBackoff)
+}
 
 // Sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
 // when the context ended. It is a seam for tests.
@@ -31,6 +48,11 @@ type singleton struct{}
 type option func(*configuration)
 
 type configuration struct {
+	// policy gives the attempts and, unless shorthand is set, the waits.
+	policy retrypolicy.Policy
+	// shorthand is set by Backoff, MaxBackoff or JitterFactor: the waits
+	// follow those three instead of the policy.
+	shorthand   bool
 	backoff     time.Duration
 	maxBackoff  time.Duration
 	jitter      float64
@@ -51,6 +73,15 @@ func newConfiguration(options []option) configuration {
 			o(&c)
 		}
 	}
+	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
+		c.policy = DefaultPolicy()
+	}
+	if !c.shorthand {
+		// The outage wait starts from the policy's first wait.
+		if schedule := c.policy.Schedule(); len(schedule) > 0 {
+			c.backoff = schedule[0]
+		}
+	}
 	if c.backoff <= 0 {
 		c.backoff = DefaultBackoff
 	}
@@ -58,7 +89,7 @@ func newConfiguration(options []option) configuration {
 		c.maxBackoff = 0
 	}
 	if c.maxAttempts <= 0 {
-		c.maxAttempts = DefaultMaxAttempts
+		c.maxAttempts = c.policy.MaxAttempts()
 	}
 	if c.maxOutage <= 0 {
 		c.maxOutage = DefaultMaxOutageBackoff
@@ -78,24 +109,38 @@ func newConfiguration(options []option) configuration {
 	return c
 }
 
-// Backoff sets the wait after the first failure (default 5 s). With MaxBackoff
-// set, each later wait doubles up to MaxBackoff; without it every wait is Backoff.
-// Zero or negative means the default.
+// Policy states the retry budget as one value (see package retrypolicy):
+// how many attempts, the first included, and the wait after each failed one,
+// jittered as the policy says. Every wait is held in the process, since the
+// same batch is run again; a policy's broker-wait threshold does not apply
+// here. The zero Policy means DefaultPolicy. MaxAttempts, given as well,
+// overrides the policy's attempts; Backoff, MaxBackoff and JitterFactor
+// replace its waits. Share the value with deadletter.Options.Policy so the
+// reason of a dead-lettered message states the budget that was spent.
+func (singleton) Policy(policy retrypolicy.Policy) option {
+	return func(c *configuration) { c.policy = policy }
+}
+
+// Backoff is a shorthand that replaces the policy's waits: the wait after the
+// first failure (default 1 s). With MaxBackoff set, each later wait doubles
+// up to MaxBackoff; without it every wait is Backoff. Zero or negative means
+// the default. The attempts stay the policy's (five by default).
 func (singleton) Backoff(d time.Duration) option {
-	return func(c *configuration) { c.backoff = d }
+	return func(c *configuration) { c.backoff, c.shorthand = d, true }
 }
 
-// MaxBackoff caps the exponential growth of the wait. Zero or negative (the
-// default) disables growth: every wait is Backoff.
+// MaxBackoff is a shorthand (see Backoff) that caps the exponential growth of
+// the wait. Zero or negative disables growth: every wait is Backoff.
 func (singleton) MaxBackoff(d time.Duration) option {
-	return func(c *configuration) { c.maxBackoff = d }
+	return func(c *configuration) { c.maxBackoff, c.shorthand = d, true }
 }
 
-// JitterFactor spreads each wait by up to ±factor of itself (0 to 1; values
-// outside are clamped). A jittered wait is never negative and never above
-// MaxBackoff when MaxBackoff is set.
+// JitterFactor is a shorthand (see Backoff) that spreads each wait by up to
+// ±factor of itself (0 to 1; values outside are clamped). A jittered wait is
+// never negative and never above MaxBackoff when MaxBackoff is set.
 func (singleton) JitterFactor(factor float64) option {
 	return func(c *configuration) {
+		c.shorthand = true
 		switch {
 		case math.IsNaN(factor) || factor < 0:
 			c.jitter = 0
@@ -107,9 +152,10 @@ func (singleton) JitterFactor(factor float64) option {
 	}
 }
 
-// MaxAttempts bounds how many times the batch is handled, the first attempt
-// included. After the last attempt the last panic value propagates. Zero or
-// negative means effectively unlimited.
+// MaxAttempts is a shorthand that overrides the policy's attempts: how many
+// times the batch is handled, the first attempt included. After the last
+// attempt the last panic value propagates. Zero or negative means the
+// policy's (five by default): there is no unlimited budget.
 func (singleton) MaxAttempts(n int) option {
 	return func(c *configuration) { c.maxAttempts = n }
 }
@@ -127,8 +173,7 @@ func (singleton) MaxOutageBackoff(d time.Duration) option {
 
 // ImmediateRetry names panic values that retry at once, without waiting: a value
 // equal to the panic value, or an error that the panic value matches with
-// errors.Is. The attempt still counts against MaxAttempts; with MaxAttempts
-// unlimited, a value that keeps recurring retries in a tight loop, so bound it.
+// errors.Is. The attempt still counts against the budget.
 func (singleton) ImmediateRetry(values ...any) option {
 	return func(c *configuration) { c.immediate = append(c.immediate, values...) }
 }

@@ -6,9 +6,10 @@
 // retry can recover that panic and run the batch in a fresh transaction.
 //
 //	handler := retry.New(transactional.New(connector, factory),
-//		retry.Options.Backoff(time.Second),
-//		retry.Options.MaxBackoff(time.Minute),
+//		retry.Options.Policy(retrypolicy.Exponential(5, time.Second, time.Minute)),
 //	)
+//
+// Without a policy the budget is DefaultPolicy: five attempts.
 package retry
 
 import (
@@ -41,8 +42,18 @@ type handler struct {
 // outage lasts, reported once to the Monitor and by one WARN line, so an
 // outage never exhausts a message's budget and never leads to dead-lettering.
 // Only cancellation of ctx ends such a wait early.
+//
+// The budget is finite whatever the options say: DefaultPolicy (five
+// attempts, about 15 s of waits) unless Options.Policy or Options.MaxAttempts
+// states another. A policy with out-of-range inputs (retrypolicy.Policy.Err)
+// is used as the policy corrected them, and New logs an ERROR naming them.
 func New(inner messaging.Handler, options ...option) messaging.Handler {
-	return &handler{inner: inner, config: newConfiguration(options)}
+	config := newConfiguration(options)
+	if err := config.policy.Err(); err != nil {
+		config.logger.Error(fmt.Sprintf("Retry policy [%s] has invalid inputs [%v]; using them as corrected.", config.policy, err),
+			slog.String("policy", config.policy.String()), slog.Any("error", err))
+	}
+	return &handler{inner: inner, config: config}
 }
 
 // Handle runs the batch until it succeeds or retrying gives up.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/outage"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 func TestHandlerFixture(t *testing.T) {
@@ -91,11 +92,56 @@ func (f *HandlerFixture) TestPanicsAreRetriedWithTheSameBatchUntilSuccess() {
 func (f *HandlerFixture) TestExponentialWaitsDoubleUpToMaxBackoff() {
 	f.inner.failures = []any{1, 2, 3, 4, 5}
 
-	f.handle(Options.MaxBackoff(5 * time.Second))
+	f.handle(Options.MaxBackoff(5*time.Second), Options.MaxAttempts(6))
 
 	f.So(f.sleeper.waits, should.Equal, []time.Duration{
 		time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second,
 	})
+}
+
+func (f *HandlerFixture) TestTheDefaultBudgetIsFiveAttemptsOfTheDefaultPolicy() {
+	f.inner.failures = []any{1, 2, 3, 4, 5, 6, 7}
+	f.options = f.options[1:] // no Backoff shorthand: the policy's waits
+
+	recovered := f.handle()
+
+	f.So(recovered, should.Equal, 5)
+	f.So(f.inner.calls, should.Equal, 5)
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{ // the jitter's midpoint: the schedule
+		time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+	})
+	f.So(f.logs.String(), should.ContainSubstring, "Handler failed on attempt [5] of [5]; giving up.")
+}
+
+func (f *HandlerFixture) TestAPolicyStatesTheAttemptsAndTheWaits() {
+	f.inner.failures = []any{1, 2, 3, 4, 5}
+	f.options = f.options[1:]
+
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(3, 7*time.Second)))
+
+	f.So(recovered, should.Equal, 3)
+	f.So(f.inner.calls, should.Equal, 3)
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{7 * time.Second, 7 * time.Second})
+}
+
+func (f *HandlerFixture) TestShorthandsOverrideThePolicy() {
+	f.inner.failures = []any{1, 2, 3, 4, 5}
+
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(4, 7*time.Second)), Options.MaxAttempts(2))
+
+	f.So(recovered, should.Equal, 2)
+	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second}) // Backoff(1s) from Setup
+}
+
+func (f *HandlerFixture) TestAnInvalidPolicyIsReportedAndUsedAsCorrected() {
+	f.inner.failures = []any{1, 2, 3}
+	f.options = f.options[1:]
+
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(0, time.Second)))
+
+	f.So(recovered, should.Equal, 1)
+	f.So(f.inner.calls, should.Equal, 1)
+	f.So(f.logs.String(), should.ContainSubstring, "has invalid inputs")
 }
 
 func (f *HandlerFixture) TestWithoutMaxBackoffEveryWaitIsBackoff() {
@@ -211,11 +257,12 @@ func (f *HandlerFixture) TestNilPanicIsStillAFailure() {
 }
 
 func (f *HandlerFixture) TestDefaultsAreSane() {
-	c := newConfiguration([]option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.MaxAttempts(-1), Options.JitterFactor(7)})
+	c := newConfiguration([]option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.MaxAttempts(-1), Options.JitterFactor(7), Options.Policy(retrypolicy.Policy{})})
 
 	f.So(c.backoff, should.Equal, DefaultBackoff)
 	f.So(c.maxBackoff, should.Equal, time.Duration(0))
 	f.So(c.maxAttempts, should.Equal, DefaultMaxAttempts)
+	f.So(c.policy, should.Equal, DefaultPolicy())
 	f.So(c.jitter, should.Equal, 1.0)
 	f.So(c.logStack, should.BeTrue)
 	f.So(newConfiguration([]option{Options.JitterFactor(-3)}).jitter, should.Equal, 0.0)
