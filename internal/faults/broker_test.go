@@ -83,6 +83,12 @@ func declareQueue(t *testing.T, url, queue, exchange string) {
 // minutes). Messages are acknowledged on receipt.
 func drain(t *testing.T, url, queue string, tl *tally) {
 	t.Helper()
+	drainEach(t, url, queue, func(d amqp.Delivery) { tl.handle(d.MessageId) })
+}
+
+// drainEach is drain handing each message to receive.
+func drainEach(t *testing.T, url, queue string, receive func(amqp.Delivery)) {
+	t.Helper()
 	conn, ch := dialChecker(t, url)
 	defer func() { _ = conn.Close() }()
 	if err := ch.Qos(2000, 0, false); err != nil {
@@ -99,7 +105,7 @@ func drain(t *testing.T, url, queue string, tl *tally) {
 			if !ok {
 				t.Fatalf("checker: the consumer of %s ended early", queue)
 			}
-			tl.handle(d.MessageId)
+			receive(d)
 			continue
 		case <-time.After(time.Second):
 		case <-deadline:

@@ -95,13 +95,20 @@ func TestFaultConsumeWhileConnectionsClose(t *testing.T) {
 // records what was confirmed.
 func publishAll(t *testing.T, url, connName, exchange string, messageIDs []string, tl *tally) {
 	t.Helper()
+	publishChunks(t, url, connName, exchange, messageIDs, 500, nil, tl)
+}
+
+// publishChunks is publishAll with per messages a call, calling between (when
+// not nil) after each call with the number of ids published so far.
+func publishChunks(t *testing.T, url, connName, exchange string, messageIDs []string, per int, between func(published int), tl *tally) {
+	t.Helper()
 	connector := serialization.New(transport(t, url, connName),
 		serialization.Options.WriteTypes(map[reflect.Type]string{reflect.TypeOf(faultMessage{}): faultMessageType}))
 	defer func() { _ = connector.Close() }()
 	writer := batch.New(connector)
 	defer func() { _ = writer.Close() }()
-	for start := 0; start < len(messageIDs); start += 500 {
-		chunk := messageIDs[start:min(start+500, len(messageIDs))]
+	for start := 0; start < len(messageIDs); start += per {
+		chunk := messageIDs[start:min(start+per, len(messageIDs))]
 		tl.send(chunk...)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := writer.Write(ctx, dispatches(exchange, chunk)...)
@@ -110,6 +117,9 @@ func publishAll(t *testing.T, url, connName, exchange string, messageIDs []strin
 			t.Fatalf("publish before the fault: %v", err)
 		}
 		tl.confirm(chunk...)
+		if between != nil {
+			between(start + len(chunk))
+		}
 	}
 }
 

@@ -211,10 +211,22 @@ func outboxTable(t *testing.T, admin *sql.DB) string {
 // restartMariaDB stops the server, starts it again and waits (bounded) until it
 // answers.
 func restartMariaDB() error {
-	ctx := context.Background()
-	if _, err := run(ctx, time.Minute, "start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30"); err != nil {
+	if err := stopMariaDB(); err != nil {
 		return err
 	}
+	return startMariaDB()
+}
+
+// stopMariaDB stops the local server and waits (bounded) until it has exited.
+func stopMariaDB() error {
+	_, err := run(context.Background(), time.Minute, "start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30")
+	return err
+}
+
+// startMariaDB starts the local server when it is down and waits (bounded)
+// until it answers.
+func startMariaDB() error {
+	ctx := context.Background()
 	if _, err := run(ctx, time.Minute, "sh", "-c", "mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld"); err != nil {
 		return err
 	}
