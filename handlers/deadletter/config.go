@@ -3,7 +3,11 @@ package deadletter
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
+
+	"github.com/warrenmq/messaging/handlers/retry"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // Options configures New. It is a singleton whose methods return options.
@@ -19,6 +23,9 @@ const (
 )
 
 type config struct {
+	// policy is what Retry consults: the stated one, or retry.DefaultPolicy.
+	policy              retrypolicy.Policy
+	policyStated        bool
 	fullDelivery        bool
 	maxAttempts         int
 	publishTimeout      time.Duration
@@ -35,11 +42,23 @@ func (singleton) FullDelivery(full bool) option {
 	return func(c *config) { c.fullDelivery = full }
 }
 
-// MaxAttempts states the retry budget, counting the first delivery: the number
+// Policy states the retry budget as one value (see package retrypolicy),
+// the same value given to retry.Options.Policy: its attempts are written into
+// the reason of a message that exhausted them ("exhausted N attempts: ...")
+// and bound Retry, whose waits, broker rungs and maximum age it gives. Without
+// it Retry uses retry.DefaultPolicy (five attempts), so no message is retried
+// for ever. MaxAttempts, RetryDelay and BrokerWaitThreshold, given as well,
+// override the policy's attempts, waits and threshold.
+func (singleton) Policy(policy retrypolicy.Policy) option {
+	return func(c *config) { c.policy, c.policyStated = policy, true }
+}
+
+// MaxAttempts is a shorthand that states the retry budget, counting the first delivery: the number
 // of attempts the inner retry decorator makes, written into the reason of a
 // message that exhausted it ("exhausted N attempts: ..."), and the limit
-// Retry applies to x-acemq-attempt. Zero (the default) means unknown: a failed
-// message's reason is "the handler failed: ...", and Retry never gives up.
+// Retry applies to x-acemq-attempt. Zero means the policy's (Options.Policy);
+// when no policy is stated either, a failed message's reason is "the handler
+// failed: ...", and Retry gives up after retry.DefaultPolicy's five attempts.
 func (singleton) MaxAttempts(attempts int) option {
 	return func(c *config) { c.maxAttempts = max(attempts, 0) }
 }
@@ -90,6 +109,17 @@ func newConfig(options []option) config {
 			apply(&c)
 		}
 	}
+	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
+		c.policy = defaultPolicy()
+	} else if c.maxAttempts == 0 {
+		c.maxAttempts = c.policy.MaxAttempts()
+	}
+	if c.brokerWaitThreshold <= 0 && c.policyStated {
+		c.brokerWaitThreshold = c.policy.BrokerWaitThreshold()
+		if c.brokerWaitThreshold <= 0 { // the policy holds every wait in the process
+			c.brokerWaitThreshold = time.Duration(math.MaxInt64)
+		}
+	}
 	if c.publishTimeout <= 0 {
 		c.publishTimeout = defaultPublishTimeout
 	}
@@ -97,7 +127,12 @@ func newConfig(options []option) config {
 		c.brokerWaitThreshold = defaultBrokerWaitThreshold
 	}
 	if c.retryDelay == nil {
-		c.retryDelay = func(int) time.Duration { return 0 }
+		if c.policyStated {
+			policy := c.policy
+			c.retryDelay = func(attempt int) time.Duration { return policy.Delay(attempt, nil) }
+		} else {
+			c.retryDelay = func(int) time.Duration { return 0 }
+		}
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -123,4 +158,16 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// defaultPolicy is the budget when none is stated: the retry decorator's.
+func defaultPolicy() retrypolicy.Policy { return retry.DefaultPolicy() }
+
+// attempts is the budget Retry applies: MaxAttempts when stated, else the
+// policy's.
+func (c config) attempts() int {
+	if c.maxAttempts > 0 {
+		return c.maxAttempts
+	}
+	return c.policy.MaxAttempts()
 }

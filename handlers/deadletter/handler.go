@@ -20,9 +20,24 @@ type handler struct {
 }
 
 // New wraps inner with settlement. connector is the raw transport the
-// set-aside copies are published through.
+// set-aside copies are published through. The handler returned is also an
+// io.Closer: Close closes the connection it opened to republish, if any.
+//
+// A settlement decorator inside another (the streaming runtime wraps every
+// worker in one) takes over: the outer one parks what does not decode, then
+// sets nothing else aside for a batch the inner one handled, so no message
+// is set aside twice.
 func New(connector messaging.Connector, inner messaging.Handler, options ...option) messaging.Handler {
 	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector), held: newHeldMemory()}
+}
+
+// Close closes the connection opened to republish, if any; a later
+// republish opens another. It waits for a republish in progress, at most
+// Options.PublishTimeout.
+func (h *handler) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.config.publishTimeout)
+	defer cancel()
+	return h.publisher.close(ctx)
 }
 
 // Handle parks undecodable deliveries, hands the rest to the inner handler and,
@@ -31,6 +46,11 @@ func New(connector messaging.Connector, inner messaging.Handler, options ...opti
 // re-raises a failure that happened while ctx was cancelled.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
 	deliveries := deliveriesOf(messages)
+	if outer, _ := ctx.Value(callKey{}).(*call); outer != nil {
+		// An outer settlement decorator (the streaming runtime's default)
+		// leaves this batch to this one, so nothing is set aside twice.
+		outer.delegate()
+	}
 	c := &call{handler: h, settled: map[deliveryKey]bool{}}
 	ctx = context.WithValue(ctx, callKey{}, c)
 
@@ -54,6 +74,12 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 
 	value, panicked := c.run(ctx, rest)
 	c.mustNotHaveFailed()
+	if c.delegated() {
+		if panicked {
+			panic(value) // the inner settlement decided: not acknowledged
+		}
+		return
+	}
 	if panicked {
 		if ctx.Err() != nil {
 			panic(value) // the failure is the shutdown's, not the message's
@@ -217,6 +243,21 @@ type call struct {
 	mu      sync.Mutex
 	settled map[deliveryKey]bool
 	failure error
+	// inner is set when a settlement decorator inside this one handled the
+	// batch: this one then settles nothing and re-raises what it raised.
+	innerSettled bool
+}
+
+func (c *call) delegate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.innerSettled = true
+}
+
+func (c *call) delegated() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.innerSettled
 }
 
 func callFrom(ctx context.Context) (*call, error) {

@@ -52,7 +52,9 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 // decorator panics and the broker redelivers the delivery. An error marked
 // messaging.Fatal dead-letters at once ("the handler reported an
 // unprocessable message: <err>"), and so does a delivery whose attempt has
-// reached Options.MaxAttempts ("exhausted N attempts: <err>"). An error for
+// reached the budget ("exhausted N attempts: <err>": Options.MaxAttempts,
+// else the Options.Policy's, else retry.DefaultPolicy's five) or, with a
+// policy that sets GiveUpAfter, whose age exceeds it. An error for
 // which messaging.IsOutage is true (a dependency's failure) spends no attempt
 // and is never dead-lettered: the copy keeps the delivery's attempt.
 //
@@ -73,12 +75,22 @@ func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 	}
 	attempt := max(delivery.Attempt, 1)
 	outage := err != nil && messaging.IsOutage(err)
-	if !outage && c.config.maxAttempts > 0 && attempt >= c.config.maxAttempts {
+	if budget := c.config.attempts(); !outage && attempt >= budget {
 		reason := noReason
 		if err != nil {
-			reason = exhausted(c.config.maxAttempts, err.Error())
+			reason = exhausted(budget, err.Error())
 		}
 		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, reason)
+	}
+	if !outage && c.config.policyStated && c.config.policy.MaxAge() > 0 {
+		// The attempts passed above, so the only reason left is the age.
+		if decision := c.config.policy.Decide(1, delivery.FirstSeen, time.Now()); !decision.Retry {
+			reason := noReason
+			if err != nil {
+				reason = decision.Reason + ": " + err.Error()
+			}
+			return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, reason)
+		}
 	}
 	dispatch := delivery.Redispatch(queue)
 	dispatch.Attempt = attempt + 1

@@ -105,6 +105,16 @@ func (p *publisher) open(ctx context.Context) error {
 	return nil
 }
 
+// close releases the connection once no republish is in progress.
+func (p *publisher) close(ctx context.Context) error {
+	if err := p.acquire(ctx); err != nil {
+		return fmt.Errorf("deadletter: close: a republish is still in progress: %w", err)
+	}
+	defer p.release()
+	p.reset()
+	return nil
+}
+
 func (p *publisher) reset() {
 	if p.writer != nil {
 		_ = p.writer.Close()
