@@ -38,7 +38,13 @@ type BrokerError struct {
 	Text string
 	// Op names what was refused ("declare queue \"orders\""); may be empty.
 	Op string
+	// Err is the transport's own error behind the refusal (an amqp091
+	// *amqp.Error for RabbitMQ), kept so errors.As still reaches it; may be nil.
+	Err error
 }
+
+// Unwrap returns the transport's own error, or nil.
+func (e *BrokerError) Unwrap() error { return e.Err }
 
 // Error gives the operation, the code and the broker's own words.
 func (e *BrokerError) Error() string {

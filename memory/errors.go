@@ -7,44 +7,42 @@ import (
 )
 
 // AMQP reply codes the in-memory broker reports, with the names RabbitMQ uses.
+// Refusals are *messaging.BrokerError values carrying one of these codes; test
+// them with errors.Is against messaging.ErrNotFound, ErrPreconditionFailed,
+// ErrAccessRefused, ErrResourceLocked or ErrUnroutable.
 const (
-	CodeNoRoute            = 312
-	CodeAccessRefused      = 403
-	CodeNotFound           = 404
-	CodeResourceLocked     = 405
-	CodePreconditionFailed = 406
+	CodeNoRoute            = messaging.ReplyNoRoute
+	CodeAccessRefused      = messaging.ReplyAccessRefused
+	CodeNotFound           = messaging.ReplyNotFound
+	CodeResourceLocked     = messaging.ReplyResourceLocked
+	CodePreconditionFailed = messaging.ReplyPreconditionFailed
+	codeCommandInvalid     = 503
 )
 
-// Error is a broker refusal, worded like RabbitMQ's: the reply code, its name,
-// and what was refused. Test for a kind with errors.As and Code.
-type Error struct {
-	// Code is the AMQP reply code, such as 404 or 406.
-	Code int
-	// Reason is the reply code's name, such as NOT_FOUND or PRECONDITION_FAILED.
-	Reason string
-	// Detail says what was refused and why.
-	Detail string
-}
-
-// Error returns "memory: {Reason} ({Code}): {Detail}".
-func (e *Error) Error() string {
-	return fmt.Sprintf("memory: %s (%d): %s", e.Reason, e.Code, e.Detail)
+// refusal is a broker refusal worded like RabbitMQ's reply text:
+// "NOT_FOUND - no queue 'orders' in vhost '/'".
+func refusal(code int, name, format string, args ...any) error {
+	return &messaging.BrokerError{Code: code, Text: name + " - " + fmt.Sprintf(format, args...)}
 }
 
 func notFound(format string, args ...any) error {
-	return &Error{Code: CodeNotFound, Reason: "NOT_FOUND", Detail: fmt.Sprintf(format, args...)}
+	return refusal(CodeNotFound, "NOT_FOUND", format, args...)
 }
 
 func preconditionFailed(format string, args ...any) error {
-	return &Error{Code: CodePreconditionFailed, Reason: "PRECONDITION_FAILED", Detail: fmt.Sprintf(format, args...)}
+	return refusal(CodePreconditionFailed, "PRECONDITION_FAILED", format, args...)
 }
 
 func accessRefused(format string, args ...any) error {
-	return &Error{Code: CodeAccessRefused, Reason: "ACCESS_REFUSED", Detail: fmt.Sprintf(format, args...)}
+	return refusal(CodeAccessRefused, "ACCESS_REFUSED", format, args...)
 }
 
 func resourceLocked(format string, args ...any) error {
-	return &Error{Code: CodeResourceLocked, Reason: "RESOURCE_LOCKED", Detail: fmt.Sprintf(format, args...)}
+	return refusal(CodeResourceLocked, "RESOURCE_LOCKED", format, args...)
+}
+
+func commandInvalid(format string, args ...any) error {
+	return refusal(codeCommandInvalid, "COMMAND_INVALID", format, args...)
 }
 
 func unroutable(id, exchange, key string) error {

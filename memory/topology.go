@@ -106,7 +106,7 @@ func (b *Broker) declareExchangeLocked(name, kind string, durable bool) error {
 	switch kind {
 	case KindDirect, KindTopic, KindFanout:
 	default:
-		return &Error{Code: 503, Reason: "COMMAND_INVALID", Detail: fmt.Sprintf("unknown exchange type %q for exchange %q; use direct, topic or fanout", kind, name)}
+		return commandInvalid("unknown exchange type %q for exchange %q; use direct, topic or fanout", kind, name)
 	}
 	if name == "" {
 		return accessRefused("operation not permitted on the default exchange")

@@ -22,7 +22,7 @@ func (f *TopologyFixture) Setup()    { f.world = newWorld(f.Fixture) }
 func (f *TopologyFixture) Teardown() { f.world.close() }
 
 func (f *TopologyFixture) code(err error) int {
-	var refused *Error
+	var refused *messaging.BrokerError
 	if errors.As(err, &refused) {
 		return refused.Code
 	}
@@ -68,9 +68,9 @@ func (f *TopologyFixture) TestRedeclaringAnExchangeDifferentlyFails() {
 	f.So(f.broker.DeclareExchange("events", KindFanout, true), should.BeNil)
 
 	err := f.broker.DeclareExchange("events", KindTopic, true)
-	f.So(err, errorContains, "PRECONDITION_FAILED")
+	f.So(err, should.Wrap, messaging.ErrPreconditionFailed)
 	f.So(f.code(err), should.Equal, CodePreconditionFailed)
-	f.So(f.broker.DeclareExchange("events", KindFanout, false), errorContains, "PRECONDITION_FAILED")
+	f.So(f.broker.DeclareExchange("events", KindFanout, false), should.Wrap, messaging.ErrPreconditionFailed)
 }
 
 func (f *TopologyFixture) TestUnknownKindAndReservedNamesAreRefused() {
@@ -96,7 +96,7 @@ func (f *TopologyFixture) TestRedeclaringAQueueDifferentlyFails() {
 		{Durable: true},
 	} {
 		err := f.broker.DeclareQueue("q", different)
-		f.So(err, errorContains, "PRECONDITION_FAILED")
+		f.So(err, should.Wrap, messaging.ErrPreconditionFailed)
 		f.So(f.code(err), should.Equal, CodePreconditionFailed)
 	}
 }
@@ -109,10 +109,10 @@ func (f *TopologyFixture) TestRedeclaringAQueueEquivalentlySucceeds() {
 
 func (f *TopologyFixture) TestAQuorumQueueMustBeDurableSharedAndKept() {
 	quorum := map[string]any{"x-queue-type": "quorum"}
-	f.So(f.broker.DeclareQueue("a", QueueOptions{Arguments: quorum}), errorContains, "PRECONDITION_FAILED")
-	f.So(f.broker.DeclareQueue("b", QueueOptions{Durable: true, Exclusive: true, Arguments: quorum}), errorContains, "PRECONDITION_FAILED")
-	f.So(f.broker.DeclareQueue("c", QueueOptions{Durable: true, AutoDelete: true, Arguments: quorum}), errorContains, "PRECONDITION_FAILED")
-	f.So(f.broker.DeclareQueue("d", QueueOptions{Durable: true, Arguments: map[string]any{"x-message-ttl": "soon"}}), errorContains, "PRECONDITION_FAILED")
+	f.So(f.broker.DeclareQueue("a", QueueOptions{Arguments: quorum}), should.Wrap, messaging.ErrPreconditionFailed)
+	f.So(f.broker.DeclareQueue("b", QueueOptions{Durable: true, Exclusive: true, Arguments: quorum}), should.Wrap, messaging.ErrPreconditionFailed)
+	f.So(f.broker.DeclareQueue("c", QueueOptions{Durable: true, AutoDelete: true, Arguments: quorum}), should.Wrap, messaging.ErrPreconditionFailed)
+	f.So(f.broker.DeclareQueue("d", QueueOptions{Durable: true, Arguments: map[string]any{"x-message-ttl": "soon"}}), should.Wrap, messaging.ErrPreconditionFailed)
 }
 
 func (f *TopologyFixture) TestBindingWhatWasNeverDeclaredFailsNotFound() {
@@ -140,7 +140,7 @@ func (f *TopologyFixture) TestNonMandatoryUnroutablePublishIsDroppedSilently() {
 func (f *TopologyFixture) TestPublishingToAnUndeclaredExchangeFailsNotFound() {
 	err := f.broker.Publish(f.ctx, ctxDispatch("missing", "k"))
 	f.So(f.code(err), should.Equal, CodeNotFound)
-	f.So(err, errorContains, "NOT_FOUND")
+	f.So(err, should.Wrap, messaging.ErrNotFound)
 }
 
 func (f *TopologyFixture) TestDeletingAQueueRemovesItsBindingsAndMessages() {
@@ -232,9 +232,9 @@ func (f *TopologyFixture) TestAnExclusiveQueueBelongsToItsConnection() {
 
 	other := f.connect()
 	_, err = f.stream(other, messaging.StreamConfig{StreamName: "mine", EstablishTopology: true, ExclusiveStream: true})
-	f.So(err, errorContains, "RESOURCE_LOCKED")
+	f.So(err, should.Wrap, messaging.ErrResourceLocked)
 	_, err = f.stream(other, messaging.StreamConfig{StreamName: "mine"})
-	f.So(err, errorContains, "RESOURCE_LOCKED")
+	f.So(err, should.Wrap, messaging.ErrResourceLocked)
 
 	f.publish("mine", "1")
 	f.So(owner.Close(), should.BeNil)

@@ -75,7 +75,7 @@ func (w *writer) publishLocked(messages []*message, mandatory []bool) (int, erro
 			continue
 		}
 		queues, err := b.publishLocked(m, mandatory[i])
-		var refused *Error
+		var refused *messaging.BrokerError
 		if errors.As(err, &refused) {
 			w.broken = fmt.Errorf("memory: the writer's channel was closed by an earlier error (%w); open a new writer: %w", err, messaging.ErrClosed)
 		}

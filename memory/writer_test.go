@@ -69,7 +69,7 @@ func (f *WriterFixture) TestAnUndeclaredExchangeClosesTheWritersChannel() {
 	w := f.writer()
 	n, err := w.Write(f.ctx, ctxDispatch("missing", "k"), ctxDispatch("", "q"))
 	f.So(n, should.Equal, 0)
-	f.So(err, errorContains, "NOT_FOUND")
+	f.So(err, should.Wrap, messaging.ErrNotFound)
 	var published *messaging.PublishError
 	f.So(errors.As(err, &published), should.BeTrue)
 	f.So(published.Results[1].Err, should.Wrap, messaging.ErrClosed)
@@ -135,7 +135,7 @@ func (f *WriterFixture) TestAnUndeclaredExchangeInACommitFailsItAndWhatFollows()
 	w := f.commitWriter()
 	_, _ = w.Write(f.ctx, ctxDispatch("", "q"), ctxDispatch("missing", "k"), ctxDispatch("", "q"))
 	err := w.Commit()
-	f.So(err, errorContains, "NOT_FOUND")
+	f.So(err, should.Wrap, messaging.ErrNotFound)
 	var published *messaging.PublishError
 	f.So(errors.As(err, &published), should.BeTrue)
 	f.So(published.Failed(), should.HaveLength, 2)

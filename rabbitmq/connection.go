@@ -138,14 +138,15 @@ func (c *connection) pausedSignal() <-chan struct{} {
 
 // call runs f, a blocking call on the broker, bounded by the broker timeout: when
 // the bound passes the connection is severed, which makes f return, and the error
-// wraps sentinel.
+// wraps sentinel. A refusal the broker sent comes back as a
+// *messaging.BrokerError.
 func (c *connection) call(op string, sentinel error, f func() error) error {
 	e := c.bound(op)
 	err := f()
 	if e.Stop() {
 		return c.timeoutError(op, sentinel)
 	}
-	return err
+	return refusal(op, err, true)
 }
 
 // bound arms the broker timeout for op; if it passes before Stop, the connection

@@ -52,8 +52,8 @@ func TestPublishToAMissingExchangeIsAClearErrorAndANewWriterWorks(t *testing.T) 
 
 	_, err := w.Write(testContext(t), messaging.Dispatch{Topic: missing, RoutingKey: "k", Mandatory: true})
 
-	if err == nil || !strings.Contains(err.Error(), "NOT_FOUND") || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("Write to a missing exchange = %v; want an error naming NOT_FOUND and the exchange", err)
+	if !errors.Is(err, messaging.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("Write to a missing exchange = %v; want an error matching messaging.ErrNotFound that names the exchange", err)
 	}
 	if _, err := w.Write(testContext(t), messaging.Dispatch{RoutingKey: queue}); !errors.Is(err, messaging.ErrClosed) {
 		t.Fatalf("Write on the dead channel = %v; want an error wrapping ErrClosed", err)

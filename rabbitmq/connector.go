@@ -148,16 +148,17 @@ func (c *connector) dialUnmasked(ctx context.Context) (adapter.Connection, error
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return nil, fmt.Errorf("connect to %s abandoned: %w", address, err)
 	}
+	refused := refusal("connect", err, false)
 	if errors.Is(err, amqp.ErrVhost) {
-		return nil, fmt.Errorf("the broker at %s refused access to the virtual host; check the vhost in the address and the user's permissions: %w", address, err)
+		return nil, fmt.Errorf("the broker at %s refused access to the virtual host; check the vhost in the address and the user's permissions: %w", address, refused)
 	}
 	var amqpErr *amqp.Error
 	if errors.As(err, &amqpErr) {
 		switch amqpErr.Code {
 		case amqp.AccessRefused:
-			return nil, fmt.Errorf("the broker at %s refused the credentials (403 ACCESS_REFUSED: %s); check the user name and password in the address: %w", address, amqpErr.Reason, err)
+			return nil, fmt.Errorf("the broker at %s refused the credentials (403 ACCESS_REFUSED: %s); check the user name and password in the address: %w", address, amqpErr.Reason, refused)
 		case amqp.NotAllowed:
-			return nil, fmt.Errorf("the broker at %s refused access to the virtual host (530 NOT_ALLOWED: %s); check the vhost in the address and the user's permissions: %w", address, amqpErr.Reason, err)
+			return nil, fmt.Errorf("the broker at %s refused access to the virtual host (530 NOT_ALLOWED: %s); check the vhost in the address and the user's permissions: %w", address, amqpErr.Reason, refused)
 		}
 	}
 	return nil, fmt.Errorf("connect to %s failed: %w; is the broker running (`make services` starts it locally)?", address, err)

@@ -89,6 +89,7 @@ func (f *ConnectorFixture) TestRefusedCredentialsSayWhatToFix() {
 	f.So(err.Error(), should.ContainSubstring, "refused the credentials")
 	f.So(err.Error(), should.NotContainSubstring, "secret")
 	f.So(errors.Is(err, amqp.ErrCredentials), should.BeTrue)
+	f.So(err, should.Wrap, messaging.ErrAccessRefused)
 	f.So(len(f.h.dialer.configs), should.Equal, 1) // no retry loop
 }
 
@@ -98,6 +99,7 @@ func (f *ConnectorFixture) TestRefusedVirtualHostSaysSo() {
 	_, err := f.connector().Connect(context.Background())
 
 	f.So(err.Error(), should.ContainSubstring, "refused access to the virtual host")
+	f.So(err, should.Wrap, messaging.ErrAccessRefused)
 }
 
 func (f *ConnectorFixture) TestUnreachableBrokerSaysHowToStartIt() {
@@ -286,6 +288,10 @@ func (f *ConnectorFixture) TestRefusedCredentialsWithAHardPasswordAreMasked() {
 	f.So(leaks(err.Error()), should.BeFalse)
 	var amqpErr *amqp.Error
 	f.So(errors.As(err, &amqpErr), should.BeTrue)
+	f.So(err, should.Wrap, messaging.ErrAccessRefused)
+	var refused *messaging.BrokerError
+	f.So(errors.As(err, &refused), should.BeTrue)
+	f.So(refused.Code, should.Equal, messaging.ReplyAccessRefused)
 }
 
 func (f *ConnectorFixture) TestACloseReasonQuotingTheAddressIsMaskedInTheLog() {

@@ -93,7 +93,7 @@ func TestAPayloadOverTheBrokersMaximumClosesTheChannelOnlyAndTheOptionPreventsIt
 	w := openWriter(t, conn) // default MaxMessageSize: 128 MiB, over the broker's
 	n, err := w.Write(testContext(t), messaging.Dispatch{RoutingKey: queue, Mandatory: true, Payload: make([]byte, brokerMax+1)})
 	var amqpErr *amqp.Error
-	if n != 0 || !errors.As(err, &amqpErr) || amqpErr.Code != amqp.PreconditionFailed {
+	if n != 0 || !errors.Is(err, messaging.ErrPreconditionFailed) || !errors.As(err, &amqpErr) || amqpErr.Code != amqp.PreconditionFailed {
 		t.Fatalf("a payload over the broker's maximum = %d, %v; want 0 and the broker's 406 PRECONDITION_FAILED", n, err)
 	}
 	t.Logf("the broker's refusal: %v", err)

@@ -371,7 +371,9 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	select {
 	case err := <-closes:
 		if err != nil {
-			reason = err // kept as *amqp.Error so callers can read the broker's code
+			// A *messaging.BrokerError callers test with errors.Is; the
+			// *amqp.Error stays in its chain.
+			reason = refusal("publish", err, false)
 		}
 	default:
 	}

@@ -36,6 +36,7 @@ type stream struct {
 	outstanding map[uint64]struct{}
 	closed      bool
 	endReason   string
+	endRefusal  error // the broker's refusal that ended the stream, or nil
 }
 
 // Read waits for the next delivery and decodes it into delivery. It returns an
@@ -78,12 +79,18 @@ func (s *stream) endedError() error {
 		case err := <-s.closes:
 			if err != nil {
 				s.endReason = err.Error()
+				if refused := refusal(fmt.Sprintf("consume queue %q", s.queue), err, false); refused != error(err) {
+					s.endRefusal = refused
+				}
 			}
 		default:
 			if err := s.conn.usable(); err != nil {
 				s.endReason = err.Error()
 			}
 		}
+	}
+	if s.endRefusal != nil {
+		return fmt.Errorf("stream %q ended (%w); open a new stream, and expect the broker to redeliver what was not acknowledged: %w", s.queue, s.endRefusal, messaging.ErrClosed)
 	}
 	return fmt.Errorf("stream %q ended (%s); open a new stream, and expect the broker to redeliver what was not acknowledged: %w", s.queue, s.endReason, messaging.ErrClosed)
 }

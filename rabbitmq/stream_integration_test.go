@@ -288,8 +288,8 @@ func TestReadFailsClearlyWhenTheQueueIsMissing(t *testing.T) {
 
 	_, err = r.Stream(testContext(t), messaging.StreamConfig{StreamName: testenv.Name(t, "missing")})
 
-	if err == nil || !strings.Contains(err.Error(), "NOT_FOUND") || !strings.Contains(err.Error(), "consume queue") {
-		t.Fatalf("Stream on a missing queue = %v; want an error naming the step and NOT_FOUND", err)
+	if !errors.Is(err, messaging.ErrNotFound) || !strings.Contains(err.Error(), "consume queue") {
+		t.Fatalf("Stream on a missing queue = %v; want an error naming the step and matching messaging.ErrNotFound", err)
 	}
 	if errors.Is(err, messaging.ErrClosed) {
 		t.Fatalf("error %v claims the reader was closed", err)

@@ -6,8 +6,6 @@ import (
 	"net"
 	"syscall"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 )
 
@@ -112,20 +110,31 @@ func judge(err error, alone bool) outcome {
 }
 
 // channelRefusal reports a broker or client exception caused by what was
-// published on the channel: 404 NOT_FOUND (no such exchange), 406
-// PRECONDITION_FAILED (say, a message over max_message_size), 501 FRAME_ERROR,
-// 502 SYNTAX_ERROR, 505 UNEXPECTED_FRAME.
+// published on the channel, as the transport's *messaging.BrokerError: 404
+// NOT_FOUND (no such exchange), 406 PRECONDITION_FAILED (say, a message over
+// max_message_size), 501 FRAME_ERROR, 502 SYNTAX_ERROR, 505 UNEXPECTED_FRAME.
+// It reads the reply code, never the text.
 func channelRefusal(err error) bool {
-	var amqpErr *amqp.Error
-	if !errors.As(err, &amqpErr) {
+	if errors.Is(err, messaging.ErrNotFound) || errors.Is(err, messaging.ErrPreconditionFailed) {
+		return true
+	}
+	var refused *messaging.BrokerError
+	if !errors.As(err, &refused) {
 		return false
 	}
-	switch amqpErr.Code {
-	case amqp.NotFound, amqp.PreconditionFailed, amqp.FrameError, amqp.SyntaxError, amqp.UnexpectedFrame:
+	switch refused.Code {
+	case replyFrameError, replySyntaxError, replyUnexpectedFrame:
 		return true
 	}
 	return false
 }
+
+// AMQP reply codes of the connection errors a malformed publish causes.
+const (
+	replyFrameError      = 501
+	replySyntaxError     = 502
+	replyUnexpectedFrame = 505
+)
 
 // unreachable reports an error that says the broker cannot be used at all
 // now, whatever is published: it cannot be reached, it has paused publishing

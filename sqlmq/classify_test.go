@@ -9,8 +9,6 @@ import (
 	"syscall"
 	"testing"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 )
 
@@ -66,7 +64,7 @@ func TestClassifyTreatsANackAsPassing(t *testing.T) {
 // the one that caused it: it names a row only when the row was published alone.
 func TestClassifyBlamesAChannelRefusalOnlyOnARowPublishedAlone(t *testing.T) {
 	tooLarge := fmt.Errorf("message x: the channel closed before the broker confirmed it (%w): %w",
-		&amqp.Error{Code: amqp.PreconditionFailed, Reason: "PRECONDITION_FAILED - message size 2000000 is larger than configured max size 1048576"},
+		&messaging.BrokerError{Code: messaging.ReplyPreconditionFailed, Text: "PRECONDITION_FAILED - message size 2000000 is larger than configured max size 1048576"},
 		messaging.ErrArrivalUnknown)
 	three := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}, {dispatch: messaging.Dispatch{MessageID: "b"}}, {dispatch: messaging.Dispatch{MessageID: "c"}}}
 	all := &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}, {MessageID: "b", Err: tooLarge}, {MessageID: "c", Err: tooLarge}}}
@@ -77,7 +75,7 @@ func TestClassifyBlamesAChannelRefusalOnlyOnARowPublishedAlone(t *testing.T) {
 
 	alone := three[:1]
 	sameVerdicts(t, "alone", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}}}), refused)
-	sameVerdicts(t, "alone, missing exchange, no account", classify(alone, &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange"}), refused)
+	sameVerdicts(t, "alone, missing exchange, no account", classify(alone, &messaging.BrokerError{Code: messaging.ReplyNotFound, Text: "NOT_FOUND - no exchange"}), refused)
 	sameVerdicts(t, "alone, connection lost", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrArrivalUnknown}}}), unknown)
 }
 
@@ -117,4 +115,15 @@ func TestAnOutageIsRecognisedAndIsNotIsolated(t *testing.T) {
 	if !unreachable(ended, errors.New("anything")) {
 		t.Errorf("a stopping processor must not count or isolate")
 	}
+}
+
+// A refusal is read from the transport's *messaging.BrokerError by reply code:
+// a frame error names the row published alone; an error that only says
+// NOT_FOUND in its text is not a refusal.
+func TestClassifyReadsTheReplyCodeNotTheText(t *testing.T) {
+	alone := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
+	frame := &messaging.BrokerError{Code: 501, Text: "FRAME_ERROR - type 2, all octets = <<>>"}
+	sameVerdicts(t, "frame error", classify(alone, fmt.Errorf("publish: %w", frame)), refused)
+	sameVerdicts(t, "forced close", classify(alone, &messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED - closed"}), unknown)
+	sameVerdicts(t, "text only", classify(alone, errors.New("NOT_FOUND - no exchange 'x' in vhost '/'")), unknown)
 }

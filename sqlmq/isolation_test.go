@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 
@@ -29,7 +28,7 @@ type IsolationFixture struct {
 // the broker (or the client) close the connection: nothing of the write is
 // confirmed, every message's arrival is unknown.
 func killsConnection(dispatches []messaging.Dispatch) (int, error) {
-	closed := &amqp.Error{Code: amqp.ConnectionForced, Reason: "CONNECTION_FORCED - closed"}
+	closed := &messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED - closed"}
 	failure := &messaging.PublishError{}
 	for _, d := range dispatches {
 		failure.Results = append(failure.Results, messaging.PublishResult{MessageID: d.MessageID,

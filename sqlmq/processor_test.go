@@ -190,7 +190,7 @@ func (f *ProcessorFixture) TestAMissingExchangeThatBreaksTheWholeBatchIsFoundAnd
 	h.publisher.script = func(_ int, dispatches []messaging.Dispatch) (int, error) {
 		for _, d := range dispatches {
 			if d.Topic == "deleted" {
-				return 0, &amqp.Error{Code: amqp.NotFound, Reason: "NOT_FOUND - no exchange 'deleted' in vhost '/'"}
+				return 0, &messaging.BrokerError{Code: messaging.ReplyNotFound, Text: "NOT_FOUND - no exchange 'deleted' in vhost '/'"}
 			}
 		}
 		return len(dispatches), nil

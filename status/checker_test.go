@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 
@@ -93,18 +92,18 @@ func (f *CheckerFixture) TestSuccessResetsTheWindow() {
 }
 
 func (f *CheckerFixture) TestPermanentRefusalsBypassTheWindow() {
-	for _, code := range []int{amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound} {
-		f.connector.commitErr = fmt.Errorf("publish: %w", &amqp.Error{Code: code, Reason: "refused"})
+	for _, code := range []int{messaging.ReplyAccessRefused, messaging.ReplyNotAllowed, messaging.ReplyNotFound} {
+		f.connector.commitErr = fmt.Errorf("publish: %w", &messaging.BrokerError{Code: code, Text: "refused"})
 		err := f.checker.Status(context.Background())
 		f.So(err, should.NotBeNil)
-		var amqpErr *amqp.Error
-		f.So(errors.As(err, &amqpErr), should.BeTrue)
-		f.So(amqpErr.Code, should.Equal, code)
+		var refused *messaging.BrokerError
+		f.So(errors.As(err, &refused), should.BeTrue)
+		f.So(refused.Code, should.Equal, code)
 	}
 }
 
 func (f *CheckerFixture) TestConnectRefusalBypassesTheWindow() {
-	f.connector.connectErr = &amqp.Error{Code: amqp.AccessRefused, Reason: "ACCESS_REFUSED"}
+	f.connector.connectErr = &messaging.BrokerError{Code: messaging.ReplyAccessRefused, Text: "ACCESS_REFUSED"}
 	f.So(f.checker.Status(context.Background()), should.NotBeNil)
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/redact"
 )
@@ -104,26 +102,13 @@ func (c *Checker) bounded(ctx context.Context, check func(context.Context) error
 }
 
 // Permanent reports whether err is a broker refusal that no wait will fix, so a
-// service starting up can stop with it instead of retrying for ever:
-// ACCESS_REFUSED (403: bad credentials or permissions), NOT_ALLOWED (530: a
-// missing vhost or no access to it) and NOT_FOUND (404), including the
-// handshake's amqp.ErrCredentials and amqp.ErrVhost, and a transport's
-// *messaging.BrokerError matching messaging.ErrAccessRefused or
-// messaging.ErrNotFound. It classifies on the error chain, never on text.
+// service starting up can stop with it instead of retrying for ever: a
+// transport's *messaging.BrokerError matching messaging.ErrAccessRefused (403
+// ACCESS_REFUSED: bad credentials or permissions; 530 NOT_ALLOWED: a missing
+// vhost or no access to it) or messaging.ErrNotFound (404). It classifies on
+// the error chain with errors.Is, never on text.
 func Permanent(err error) bool {
-	if errors.Is(err, amqp.ErrCredentials) || errors.Is(err, amqp.ErrVhost) ||
-		errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, messaging.ErrNotFound) {
-		return true
-	}
-	var amqpErr *amqp.Error
-	if !errors.As(err, &amqpErr) {
-		return false
-	}
-	switch amqpErr.Code {
-	case amqp.AccessRefused, amqp.NotAllowed, amqp.NotFound:
-		return true
-	}
-	return false
+	return errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, messaging.ErrNotFound)
 }
 
 // redactedError carries an error's text with passwords masked while keeping the

@@ -72,14 +72,14 @@ func Example_testing() {
 
 	// The broker is no kinder than RabbitMQ: what was never declared is NOT_FOUND.
 	err = broker.Publish(ctx, messaging.Dispatch{Topic: "refunds", Payload: []byte("x")})
-	var refusal *memory.Error
+	var refusal *messaging.BrokerError
 	if errors.As(err, &refusal) {
-		fmt.Println("refused:", refusal.Code, refusal.Reason)
+		fmt.Println("refused:", refusal.Code, errors.Is(err, messaging.ErrNotFound))
 	}
 
 	// Output:
 	// handled: ten-dollars
 	// left on payments.ledger: 0
 	// dead-lettered "negative": the handler reported an unprocessable message: a payment cannot be negative
-	// refused: 404 NOT_FOUND
+	// refused: 404 true
 }

@@ -149,8 +149,8 @@ func redeclareMismatch(h *harness) {
 		h.t.Fatalf("close stream: %v", err)
 	}
 	_, err := h.openStream(h.connect(), messaging.StreamConfig{StreamName: queue, EstablishTopology: true, Replication: true, BufferCapacity: 1})
-	if err == nil || !strings.Contains(err.Error(), "PRECONDITION_FAILED") {
-		h.t.Fatalf("redeclaring classic queue %s as quorum: %v; want an error containing PRECONDITION_FAILED", queue, err)
+	if !errors.Is(err, messaging.ErrPreconditionFailed) {
+		h.t.Fatalf("redeclaring classic queue %s as quorum: %v; want an error matching messaging.ErrPreconditionFailed", queue, err)
 	}
 }
 
@@ -302,7 +302,7 @@ func commitWriterRollback(h *harness) {
 func consumeUndeclared(h *harness) {
 	queue := h.queue()
 	_, err := h.openStream(h.connect(), messaging.StreamConfig{StreamName: queue, BufferCapacity: 1})
-	if err == nil || !strings.Contains(err.Error(), "NOT_FOUND") {
-		h.t.Fatalf("consuming undeclared queue %s: %v; want an error containing NOT_FOUND", queue, err)
+	if !errors.Is(err, messaging.ErrNotFound) {
+		h.t.Fatalf("consuming undeclared queue %s: %v; want an error matching messaging.ErrNotFound", queue, err)
 	}
 }

@@ -2,7 +2,6 @@ package transporttest
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/warrenmq/messaging"
 )
@@ -79,8 +78,8 @@ func undeclaredExchange(h *harness) {
 	}
 	defer func() { _ = w.Close() }()
 	n, err := w.Write(h.context(), messaging.Dispatch{Topic: missing, RoutingKey: "k", Payload: []byte("x"), Mandatory: true})
-	if n != 0 || err == nil || !strings.Contains(err.Error(), "NOT_FOUND") {
-		h.t.Fatalf("publish to undeclared exchange = %d, %v; want 0 and an error containing NOT_FOUND", n, err)
+	if n != 0 || !errors.Is(err, messaging.ErrNotFound) {
+		h.t.Fatalf("publish to undeclared exchange = %d, %v; want 0 and an error matching messaging.ErrNotFound", n, err)
 	}
 }
 
@@ -89,8 +88,8 @@ func exclusiveQueue(h *harness) {
 	owner := h.connect()
 	h.stream(owner, messaging.StreamConfig{StreamName: queue, EstablishTopology: true, ExclusiveStream: true, BufferCapacity: 1})
 	_, err := h.openStream(h.connect(), messaging.StreamConfig{StreamName: queue, BufferCapacity: 1})
-	if err == nil || !strings.Contains(err.Error(), "RESOURCE_LOCKED") {
-		h.t.Fatalf("consuming another connection's exclusive queue: %v; want an error containing RESOURCE_LOCKED", err)
+	if !errors.Is(err, messaging.ErrResourceLocked) {
+		h.t.Fatalf("consuming another connection's exclusive queue: %v; want an error matching messaging.ErrResourceLocked", err)
 	}
 }
 
