@@ -72,6 +72,9 @@ func (c *Consumer) Listen() {
 	}
 	<-c.soft.Done()
 	wg.Wait()
+	for _, r := range c.runners {
+		r.close()
+	}
 }
 
 // Close stops reading, lets workers conclude by their shutdown strategy and

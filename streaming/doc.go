@@ -10,21 +10,37 @@
 // doubles on consecutive failed sessions up to 30 s (or the delay itself when it
 // is larger) and returns to the configured delay after a healthy session.
 //
-// # Failure
+// # Failure and settlement
 //
-// A handler fails by panicking. A panic that escapes the outermost handler is
-// not recovered into an acknowledgement: the runtime logs it at ERROR with the
-// panic value and the stack, does not acknowledge the batch, ends that
-// subscription's session (closing its stream, so the broker redelivers every
-// unacknowledged delivery) and reconnects after the delay. Unlike the seed, the
-// process is not crashed: a library must not take down its host, and closing
-// the stream gives the same at-least-once outcome. Wrap handlers in
-// handlers/retry and handlers/deadletter so that a poison message is set aside
-// instead of being redelivered for ever.
+// A handler fails by panicking. The runtime settles by itself, whatever the
+// stack: it wraps every worker in a handlers/deadletter decorator that
+// republishes through the connector it consumes from. So, with no settlement
+// decorator of the user's own:
 //
-// A delivery whose Undecodable error wraps messaging.ErrFiltered is
-// acknowledged without being handed to a handler. Any other undecodable
-// delivery is handed over as it is; handlers/deadletter parks it.
+//   - a delivery that did not decode (Delivery.Undecodable set, not
+//     messaging.ErrFiltered) is parked in {queue}.parked before any handler
+//     sees it;
+//   - a batch whose handler still panics once the stack gave up (an inner
+//     handlers/retry spent its budget, five attempts by default, or at once
+//     without one) is isolated: each message is handled alone, and the ones
+//     that still fail are dead-lettered to {queue}.dlq, so their neighbours
+//     are handled once and acknowledged.
+//
+// SubscriptionOptions.RetryPolicy tells this settlement the budget, so the
+// reason of a dead-lettered message counts the attempts. A settlement
+// decorator of the user's own anywhere inside takes over for each batch it
+// handles (the runtime's then sets nothing aside for it), so no message is
+// set aside twice. A delivery whose Undecodable error wraps
+// messaging.ErrFiltered is acknowledged without being handed to a handler.
+//
+// A panic that still escapes (a republish that failed, a failure marked as an
+// outage) is not recovered into an acknowledgement: the runtime logs it at
+// ERROR with the panic value and the stack (WARN without the stack for an
+// outage), does not acknowledge the batch, ends that subscription's session
+// (closing its stream, so the broker redelivers every unacknowledged
+// delivery) and reconnects after the delay. Unlike the seed, the process is
+// not crashed: a library must not take down its host, and closing the stream
+// gives the same at-least-once outcome.
 //
 // # Outages
 //

@@ -74,7 +74,42 @@ type fakeConnector struct {
 	streamFor   func(queue string) (*fakeStream, error)
 	connections []*fakeConnection
 	configs     []messaging.StreamConfig
+	// writable lets connections open commit writers, which record what the
+	// runtime's settlement publishes in published.
+	writable  bool
+	published []messaging.Dispatch
 }
+
+func (c *fakeConnector) publishedTo() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, d := range c.published {
+		out = append(out, d.RoutingKey+" "+d.MessageID+": "+d.Error)
+	}
+	return out
+}
+
+type fakeCommitWriter struct {
+	connector *fakeConnector
+	pending   []messaging.Dispatch
+}
+
+func (w *fakeCommitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.pending = append(w.pending, dispatches...)
+	return len(dispatches), nil
+}
+
+func (w *fakeCommitWriter) Commit() error {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	w.connector.published = append(w.connector.published, w.pending...)
+	w.pending = nil
+	return nil
+}
+
+func (w *fakeCommitWriter) Rollback() error { w.pending = nil; return nil }
+func (w *fakeCommitWriter) Close() error    { return nil }
 
 func (c *fakeConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	c.mu.Lock()
@@ -119,7 +154,12 @@ func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
 	return nil, errors.New("not supported")
 }
 func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
-	return nil, errors.New("not supported")
+	c.connector.mu.Lock()
+	defer c.connector.mu.Unlock()
+	if !c.connector.writable {
+		return nil, errors.New("not supported")
+	}
+	return &fakeCommitWriter{connector: c.connector}, nil
 }
 func (c *fakeConnection) Close() error {
 	c.mu.Lock()

@@ -3,6 +3,7 @@ package streaming
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -19,6 +20,9 @@ type runner struct {
 	soft         context.Context
 	failures     int
 	health       *health
+	// workers are the subscription's handlers, each wrapped in the runtime's
+	// settlement (see settlement.go).
+	workers []messaging.Handler
 }
 
 func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context) *runner {
@@ -30,6 +34,19 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		clock:        cfg.clock,
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
+		workers:      settled(connector, subscription, cfg),
+	}
+}
+
+// close releases what the runtime's settlement opened.
+func (r *runner) close() {
+	for _, worker := range r.workers {
+		if closer, ok := worker.(io.Closer); ok {
+			if err := closer.Close(); err != nil {
+				r.logger.Warn(fmt.Sprintf("Unable to close the settlement of stream [%s] [%v].", r.subscription.queue, err),
+					slog.String("stream", r.subscription.queue), slog.Any("error", err))
+			}
+		}
 	}
 }
 

@@ -68,7 +68,7 @@ func (s *session) run() bool {
 	}()
 
 	var workers sync.WaitGroup
-	for _, handler := range s.subscription.workers {
+	for _, handler := range s.workers {
 		ctx, cancel := context.WithCancel(s.handleCtx)
 		listener := &workerListener{health: s.health, cancel: cancel}
 		ctx = outage.With(ctx, listener)
@@ -282,11 +282,7 @@ func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, ba
 		if delivery.Undecodable != nil && errors.Is(delivery.Undecodable, messaging.ErrFiltered) {
 			continue
 		}
-		if s.subscription.fullDelivery {
-			messages = append(messages, *delivery)
-		} else {
-			messages = append(messages, delivery.Message)
-		}
+		messages = append(messages, *delivery) // the settlement hands on Message unless FullDeliveryToHandler
 	}
 	if len(messages) == 0 {
 		return true

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // Strategy says how a subscription's workers conclude on shutdown.
@@ -63,6 +64,7 @@ type Subscription struct {
 	replication       bool
 	deadLetters       bool
 	fullDelivery      bool
+	policy            retrypolicy.Policy
 	reconnectDelay    time.Duration
 	strategy          Strategy
 	shutdownTimeout   time.Duration
@@ -186,9 +188,20 @@ func (subscriptionSingleton) DeadLetters(declare bool) subscriptionOption {
 }
 
 // FullDeliveryToHandler hands messaging.Delivery values to handlers instead of
-// Delivery.Message (default false). handlers/deadletter needs it.
+// Delivery.Message (default false): for a handler that reads the envelope or
+// settles single deliveries (a handlers/deadletter decorator of its own).
 func (subscriptionSingleton) FullDeliveryToHandler(full bool) subscriptionOption {
 	return func(s *Subscription) { s.fullDelivery = full }
+}
+
+// RetryPolicy states the retry budget the runtime's own settlement applies
+// (see Settlement in the package documentation): the attempts it names in the
+// reason of a dead-lettered message and the budget of deadletter.Retry. Give
+// it the same value as retry.Options.Policy. The zero Policy (the default)
+// means retry.DefaultPolicy, five attempts, and a reason that does not count
+// them ("the handler failed: ...").
+func (subscriptionSingleton) RetryPolicy(policy retrypolicy.Policy) subscriptionOption {
+	return func(s *Subscription) { s.policy = policy }
 }
 
 // ReconnectDelay sets the pause before reopening a stream after it ends

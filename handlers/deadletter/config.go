@@ -17,6 +17,10 @@ type singleton struct{}
 
 type option func(*config)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 const (
 	defaultPublishTimeout      = 30 * time.Second
 	defaultBrokerWaitThreshold = 30 * time.Second

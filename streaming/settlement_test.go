@@ -1,0 +1,123 @@
+package streaming
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/smarty/assertions/should"
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/deadletter"
+	"github.com/warrenmq/messaging/retrypolicy"
+)
+
+// batchOfTen is ten deliveries: "4" fails whenever it is handled, "7" did
+// not decode.
+func batchOfTen() []messaging.Delivery {
+	deliveries := make([]messaging.Delivery, 10)
+	for i := range deliveries {
+		deliveries[i] = delivery(fmt.Sprint(i))
+		deliveries[i].DeliveryID = uint64(i + 1)
+	}
+	deliveries[7].Message = nil
+	deliveries[7].Undecodable = errors.New("could not be decoded: not JSON")
+	return deliveries
+}
+
+func poisonFour(messages []any) any {
+	if slices.Contains(messages, any("4")) {
+		return errors.New("boom")
+	}
+	return nil
+}
+
+// successes counts, per message, the batches that returned normally.
+func successes(h *fakeHandler) map[any]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts := map[any]int{}
+	for _, batch := range h.batches {
+		if poisonFour(batch) != nil {
+			continue
+		}
+		for _, m := range batch {
+			if d, ok := m.(messaging.Delivery); ok {
+				m = d.Message
+			}
+			counts[m]++
+		}
+	}
+	return counts
+}
+
+func (f *ConsumerFixture) TestWithoutASettlementDecoratorTheRuntimeParksAndDeadLetters() {
+	f.connector.writable = true
+	f.handler = &fakeHandler{panicOn: poisonFour}
+	f.stream.push(batchOfTen()...)
+	f.listen(SubscriptionOptions.BatchCapacity(10),
+		SubscriptionOptions.RetryPolicy(retrypolicy.Exponential(3, time.Second, time.Minute)))
+
+	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
+	f.So(f.connector.publishedTo(), should.Equal, []string{
+		"q.parked 7: could not be decoded: not JSON",
+		"q.dlq 4: exhausted 3 attempts: boom",
+	})
+	counts := successes(f.handler)
+	for _, id := range []string{"0", "1", "2", "3", "5", "6", "8", "9"} {
+		f.So(counts[id], should.Equal, 1)
+	}
+	f.So(counts["4"], should.Equal, 0)
+	f.So(counts[nil], should.Equal, 0) // the undecodable one never reached the handler
+	f.So(f.logs.String(), should.NotContainSubstring, "panicked")
+}
+
+func (f *ConsumerFixture) TestTheRuntimesSettlementNamesNoBudgetItWasNotTold() {
+	f.connector.writable = true
+	f.handler = &fakeHandler{panicOn: poisonFour}
+	f.stream.push(delivery("4"))
+	f.listen()
+
+	eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+	f.So(f.connector.publishedTo(), should.Equal, []string{"q.dlq 4: the handler failed: boom"})
+}
+
+func (f *ConsumerFixture) TestASettlementDecoratorOfTheUsersOwnSetsAsideOnce() {
+	f.connector.writable = true
+	f.handler = &fakeHandler{panicOn: poisonFour}
+	own := deadletter.New(f.connector, f.handler, deadletter.Options.MaxAttempts(2))
+	f.stream.push(batchOfTen()...)
+	f.listenAll(NewSubscription("q",
+		SubscriptionOptions.AddWorkers(own),
+		SubscriptionOptions.FullDeliveryToHandler(true),
+		SubscriptionOptions.BatchCapacity(10),
+	))
+
+	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
+	f.So(f.connector.publishedTo(), should.Equal, []string{
+		"q.parked 7: could not be decoded: not JSON",
+		"q.dlq 4: exhausted 2 attempts: boom", // the user's decorator's reason, once
+	})
+	counts := successes(f.handler)
+	f.So(counts["0"], should.Equal, 1)
+	f.So(counts["4"], should.Equal, 0)
+}
+
+func (f *ConsumerFixture) TestAnOutageIsNotSetAsideByTheRuntime() {
+	f.connector.writable = true
+	f.handler = &fakeHandler{panicOn: func([]any) any { return databaseDown }}
+	f.listen()
+	f.stream.push(delivery("1"))
+	receive(f.T(), f.clock.sleeps, "the reconnect delay")
+	f.So(f.connector.publishedTo(), should.BeEmpty)
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+}
+
+// acknowledged counts the deliveries acknowledged on s.
+func acknowledged(s *fakeStream) int {
+	n := 0
+	for _, batch := range s.ackedIDs() {
+		n += len(batch)
+	}
+	return n
+}
