@@ -53,9 +53,20 @@ func TestBrokerAForeignMessageWithAnOverLongEnvelopeHeaderIsSetAsideOnce(t *test
 				})
 			})
 			// The stream declares .dlq and .parked when it opens, before the
-			// first delivery reaches the handler.
+			// first delivery reaches the handler. A delivery that does not
+			// decode never reaches it: the runtime's own settlement parks it.
+			want := 1
+			if c.target == ".parked" {
+				want = 0
+			}
 			deadline := time.Now().Add(15 * time.Second)
-			for {
+			for want == 0 && b.depth(queue) > 0 { // consumed: the stream declared .parked first
+				if time.Now().After(deadline) {
+					t.Fatal("the message was never consumed")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for want > 0 {
 				mu.Lock()
 				handed := seen
 				mu.Unlock()
@@ -82,8 +93,8 @@ func TestBrokerAForeignMessageWithAnOverLongEnvelopeHeaderIsSetAsideOnce(t *test
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if seen != 1 {
-				t.Fatalf("the message was handed to the handler %d times in 3 s after it was set aside; want once (no redelivery loop)", seen)
+			if seen != want {
+				t.Fatalf("the message was handed to the handler %d times in 3 s after it was set aside; want %d (no redelivery loop)", seen, want)
 			}
 			if depth := b.depth(queue + c.target); depth != 0 {
 				t.Fatalf("%d more copies in %s", depth, queue+c.target)
