@@ -1,9 +1,10 @@
 // Package faults holds the fault suite: integration tests that run the library
 // against the real local broker and database while they are disturbed
 // (connections closed, the broker stopped, a memory alarm raised, MariaDB
-// restarted), give every message a unique id and count, at the end, what was
-// lost (sent and confirmed but never handled) and what was duplicated (handled
-// more than once).
+// restarted or stopped for a while, poison messages among good ones), give
+// every message a unique id and count, at the end, what was lost (sent and
+// confirmed but never handled), what was duplicated (handled more than once)
+// and, where the settlement decorator runs, what was set aside where.
 //
 // The package has no code of its own; run it with
 //

@@ -20,7 +20,7 @@ import (
 )
 
 // full selects the sizes the issue names; without it every scenario runs in a
-// short form that keeps this package under about 90 s.
+// short form that keeps this package at about two minutes.
 var full = flag.Bool("faults.full", false, "run the fault scenarios at full size (make faults)")
 
 // size returns long under -faults.full and short otherwise.
