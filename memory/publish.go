@@ -55,7 +55,7 @@ func (b *Broker) publishLocked(m *message, mandatory bool) (int, error) {
 		if !ok {
 			return 0, notFound("no exchange %q in vhost '/'; declare it before publishing to it", m.exchange)
 		}
-		targets = b.route(x, m.routingKey)
+		targets = b.route(x, m.routingKey, m.envelope.Headers)
 	}
 	exchangeName, key, count := m.exchange, m.routingKey, len(targets)
 	b.emit(func(mon Monitor) { mon.MessagePublished(exchangeName, key, count) })

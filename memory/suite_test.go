@@ -11,6 +11,6 @@ func TestMemoryPassesTheTransportSuite(t *testing.T) {
 	transporttest.Run(t, func(t *testing.T) transporttest.Target {
 		const maxPayload = 64 << 10
 		broker := memory.New(memory.Options.MaxMessageSize(maxPayload))
-		return transporttest.Target{Connector: broker, Topology: broker, MaxPayload: maxPayload}
+		return transporttest.Target{Connector: broker, MaxPayload: maxPayload}
 	})
 }

@@ -12,9 +12,10 @@ import (
 
 // Exchange kinds the in-memory broker routes.
 const (
-	KindDirect = "direct"
-	KindTopic  = "topic"
-	KindFanout = "fanout"
+	KindDirect  = "direct"
+	KindTopic   = "topic"
+	KindFanout  = "fanout"
+	KindHeaders = "headers"
 )
 
 // QueueOptions are the properties a queue is declared with. Redeclaring a queue
@@ -31,15 +32,18 @@ type QueueOptions struct {
 }
 
 type exchange struct {
-	name     string
-	kind     string
-	durable  bool
-	bindings []binding
+	name       string
+	kind       string
+	durable    bool
+	autoDelete bool
+	arguments  map[string]any
+	bindings   []binding
 }
 
 type binding struct {
-	queue string
-	key   string
+	queue     string
+	key       string
+	arguments map[string]any
 }
 
 type queue struct {
@@ -103,10 +107,17 @@ var predeclared = []exchange{
 
 // declareExchangeLocked declares an exchange or checks an existing one.
 func (b *Broker) declareExchangeLocked(name, kind string, durable bool) error {
+	return b.declareExchangeWithLocked(exchange{name: name, kind: kind, durable: durable})
+}
+
+// declareExchangeWithLocked declares spec or checks that an existing exchange
+// has its kind, durability, auto-delete and arguments.
+func (b *Broker) declareExchangeWithLocked(spec exchange) error {
+	name, kind := spec.name, spec.kind
 	switch kind {
-	case KindDirect, KindTopic, KindFanout:
+	case KindDirect, KindTopic, KindFanout, KindHeaders:
 	default:
-		return commandInvalid("unknown exchange type %q for exchange %q; use direct, topic or fanout", kind, name)
+		return commandInvalid("unknown exchange type %q for exchange %q; use direct, topic, fanout or headers", kind, name)
 	}
 	if name == "" {
 		return accessRefused("operation not permitted on the default exchange")
@@ -115,16 +126,43 @@ func (b *Broker) declareExchangeLocked(name, kind string, durable bool) error {
 		if existing.kind != kind {
 			return preconditionFailed("inequivalent arg 'type' for exchange %q: received %q but current is %q", name, kind, existing.kind)
 		}
-		if existing.durable != durable {
-			return preconditionFailed("inequivalent arg 'durable' for exchange %q: received %t but current is %t", name, durable, existing.durable)
+		if existing.durable != spec.durable {
+			return preconditionFailed("inequivalent arg 'durable' for exchange %q: received %t but current is %t", name, spec.durable, existing.durable)
+		}
+		if existing.autoDelete != spec.autoDelete {
+			return preconditionFailed("inequivalent arg 'auto_delete' for exchange %q: received %t but current is %t", name, spec.autoDelete, existing.autoDelete)
+		}
+		if arg, was, now, differ := differentArguments(existing.arguments, spec.arguments); differ {
+			return preconditionFailed("inequivalent arg '%s' for exchange %q: received %v but current is %v", arg, name, describe(now), describe(was))
 		}
 		return nil
 	}
 	if strings.HasPrefix(name, "amq.") {
 		return accessRefused("exchange name %q contains reserved prefix 'amq.*'", name)
 	}
-	b.exchanges[name] = &exchange{name: name, kind: kind, durable: durable}
+	spec.arguments = maps.Clone(spec.arguments)
+	spec.bindings = nil
+	b.exchanges[name] = &spec
 	return nil
+}
+
+// differentArguments returns the first argument (by name) on which current
+// and declared differ, as RabbitMQ compares them.
+func differentArguments(current, declared map[string]any) (name string, was, now any, differ bool) {
+	names := slices.Sorted(maps.Keys(current))
+	for arg := range declared {
+		if _, ok := current[arg]; !ok {
+			names = append(names, arg)
+		}
+	}
+	slices.Sort(names)
+	for _, arg := range names {
+		was, now := normalArgument(arg, current[arg]), normalArgument(arg, declared[arg])
+		if !reflect.DeepEqual(was, now) {
+			return arg, was, now, true
+		}
+	}
+	return "", nil, nil, false
 }
 
 // declareQueueLocked declares a queue or checks an existing one; owner is the
@@ -155,14 +193,14 @@ func (b *Broker) declareQueueLocked(name string, options QueueOptions, owner *co
 }
 
 func validQueue(name string, options QueueOptions) error {
-	if options.Arguments["x-queue-type"] == "quorum" {
+	if kind := options.Arguments["x-queue-type"]; kind == "quorum" || kind == "stream" {
 		switch {
 		case !options.Durable:
-			return preconditionFailed("invalid property 'non-durable' for queue %q: a quorum queue is durable", name)
+			return preconditionFailed("invalid property 'non-durable' for queue %q: a %s queue is durable", name, kind)
 		case options.Exclusive:
-			return preconditionFailed("invalid property 'exclusive' for queue %q: a quorum queue cannot be exclusive", name)
+			return preconditionFailed("invalid property 'exclusive' for queue %q: a %s queue cannot be exclusive", name, kind)
 		case options.AutoDelete:
-			return preconditionFailed("invalid property 'auto-delete' for queue %q: a quorum queue cannot auto-delete", name)
+			return preconditionFailed("invalid property 'auto-delete' for queue %q: a %s queue cannot auto-delete", name, kind)
 		}
 	}
 	for _, arg := range []string{"x-message-ttl"} {
@@ -186,17 +224,8 @@ func equivalent(existing *queue, options QueueOptions) error {
 	if current.AutoDelete != options.AutoDelete {
 		return preconditionFailed("inequivalent arg 'auto_delete' for queue %q: received %t but current is %t", name, options.AutoDelete, current.AutoDelete)
 	}
-	names := slices.Sorted(maps.Keys(current.Arguments))
-	for arg := range options.Arguments {
-		if _, ok := current.Arguments[arg]; !ok {
-			names = append(names, arg)
-		}
-	}
-	for _, arg := range names {
-		was, now := normalArgument(arg, current.Arguments[arg]), normalArgument(arg, options.Arguments[arg])
-		if !reflect.DeepEqual(was, now) {
-			return preconditionFailed("inequivalent arg '%s' for queue %q: received %v but current is %v", arg, name, describe(now), describe(was))
-		}
+	if arg, was, now, differ := differentArguments(current.Arguments, options.Arguments); differ {
+		return preconditionFailed("inequivalent arg '%s' for queue %q: received %v but current is %v", arg, name, describe(now), describe(was))
 	}
 	return nil
 }
@@ -269,6 +298,12 @@ func (q *queue) ttl() (time.Duration, bool) {
 // bindLocked binds a queue to an exchange; by is the binding connection (nil
 // for the Broker's own helper, which may bind any queue).
 func (b *Broker) bindLocked(queueName, exchangeName, key string, by *connection) error {
+	return b.bindWithLocked(queueName, exchangeName, key, nil, by)
+}
+
+// bindWithLocked is bindLocked with binding arguments (x-match and the
+// headers a headers exchange matches on).
+func (b *Broker) bindWithLocked(queueName, exchangeName, key string, arguments map[string]any, by *connection) error {
 	if exchangeName == "" {
 		return accessRefused("operation not permitted on the default exchange; it routes to the queue named by the routing key without bindings")
 	}
@@ -285,15 +320,18 @@ func (b *Broker) bindLocked(queueName, exchangeName, key string, by *connection)
 	}
 	for _, existing := range x.bindings {
 		if existing.queue == queueName && existing.key == key {
-			return nil
+			if _, _, _, differ := differentArguments(existing.arguments, arguments); !differ {
+				return nil
+			}
 		}
 	}
-	x.bindings = append(x.bindings, binding{queue: queueName, key: key})
+	x.bindings = append(x.bindings, binding{queue: queueName, key: key, arguments: maps.Clone(arguments)})
 	return nil
 }
 
-// route returns the queues a message published to x with key reaches, each once.
-func (b *Broker) route(x *exchange, key string) []*queue {
+// route returns the queues a message published to x with key and headers
+// reaches, each once.
+func (b *Broker) route(x *exchange, key string, headers map[string]any) []*queue {
 	var targets []*queue
 	seen := map[string]bool{}
 	for _, bound := range x.bindings {
@@ -308,6 +346,8 @@ func (b *Broker) route(x *exchange, key string) []*queue {
 			matches = bound.key == key
 		case KindTopic:
 			matches = topicMatches(bound.key, key)
+		case KindHeaders:
+			matches = headersMatch(bound.arguments, headers)
 		}
 		if q, ok := b.queues[bound.queue]; ok && matches {
 			seen[bound.queue] = true
@@ -322,8 +362,34 @@ func (b *Broker) deleteQueueLocked(q *queue) {
 	delete(b.queues, q.name)
 	q.deleted = true
 	q.messages = nil
-	for _, x := range b.exchanges {
+	for name, x := range b.exchanges {
+		had := len(x.bindings)
 		x.bindings = slices.DeleteFunc(x.bindings, func(bound binding) bool { return bound.queue == q.name })
+		if x.autoDelete && had > 0 && len(x.bindings) == 0 {
+			delete(b.exchanges, name) // an auto-delete exchange goes with its last binding
+		}
 	}
 	q.notify()
+}
+
+// headersMatch applies a headers exchange's binding: with x-match "any" one
+// of the binding's other arguments must equal the message's header of that
+// name, otherwise ("all", the default) every one must. Arguments starting with
+// x- other than x-match are ignored, as on RabbitMQ.
+func headersMatch(arguments, headers map[string]any) bool {
+	matchAny := arguments["x-match"] == "any" || arguments["x-match"] == "any-with-x"
+	for name, want := range arguments {
+		if strings.HasPrefix(name, "x-") {
+			continue
+		}
+		got, ok := headers[name]
+		equal := ok && (want == nil || reflect.DeepEqual(normalArgument(name, want), normalArgument(name, got)))
+		if matchAny && equal {
+			return true
+		}
+		if !matchAny && !equal {
+			return false
+		}
+	}
+	return !matchAny
 }

@@ -74,7 +74,7 @@ func (f *TopologyFixture) TestRedeclaringAnExchangeDifferentlyFails() {
 }
 
 func (f *TopologyFixture) TestUnknownKindAndReservedNamesAreRefused() {
-	f.So(f.broker.DeclareExchange("h", "headers", true), should.NotBeNil)
+	f.So(f.broker.DeclareExchange("h", "x-consistent-hash", true), should.NotBeNil)
 	f.So(f.code(f.broker.DeclareExchange("amq.mine", KindDirect, true)), should.Equal, CodeAccessRefused)
 	f.So(f.broker.DeclareExchange("amq.topic", KindTopic, true), should.BeNil)
 	f.So(f.code(f.broker.DeclareQueue("amq.q", QueueOptions{})), should.Equal, CodeAccessRefused)

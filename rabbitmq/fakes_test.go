@@ -418,6 +418,26 @@ func (ch *fakeChannel) QueueDeclare(name string, durable, autoDelete, exclusive,
 	return amqp.Queue{Name: name}, ch.enter("QueueDeclare", name, durable, autoDelete, exclusive, args)
 }
 
+func (ch *fakeChannel) ExchangeDeclarePassive(name, kind string, durable, autoDelete, internal, noWait bool, args amqp.Table) error {
+	return ch.enter("ExchangeDeclarePassive", name, kind, durable, autoDelete, internal, args)
+}
+
+func (ch *fakeChannel) ExchangeDelete(name string, ifUnused, noWait bool) error {
+	return ch.enter("ExchangeDelete", name)
+}
+
+func (ch *fakeChannel) QueueDeclarePassive(name string, durable, autoDelete, exclusive, noWait bool, args amqp.Table) (amqp.Queue, error) {
+	return amqp.Queue{Name: name}, ch.enter("QueueDeclarePassive", name, durable, autoDelete, exclusive, args)
+}
+
+func (ch *fakeChannel) QueueDelete(name string, ifUnused, ifEmpty, noWait bool) (int, error) {
+	return 0, ch.enter("QueueDelete", name)
+}
+
+func (ch *fakeChannel) Get(queue string, autoAck bool) (amqp.Delivery, bool, error) {
+	return amqp.Delivery{}, false, ch.enter("Get", queue, autoAck)
+}
+
 func (ch *fakeChannel) QueueBind(name, key, exchange string, noWait bool, args amqp.Table) error {
 	return ch.enter("QueueBind", name, key, exchange)
 }

@@ -54,6 +54,10 @@ type connection struct {
 	config *configuration
 }
 
+// Unwrap returns the decorated connection, so messaging.As finds the
+// transport's capabilities (a messaging.Declarer, say) beneath the codec.
+func (c connection) Unwrap() messaging.Connection { return c.Connection }
+
 // Reader opens an inner reader and decorates it.
 func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	inner, err := c.Connection.Reader(ctx)

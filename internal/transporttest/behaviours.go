@@ -38,9 +38,7 @@ func routesThroughDefaultExchange(h *harness) {
 
 func mandatoryUnroutable(h *harness) {
 	topic := h.exchange()
-	if err := h.target.Topology.DeclareExchange(topic, "fanout", true); err != nil {
-		h.t.Fatalf("declare exchange: %v", err)
-	}
+	h.declareExchange(topic, messaging.ExchangeFanout)
 	conn := h.connect()
 	w, err := conn.Writer(h.context())
 	if err != nil {
@@ -72,9 +70,7 @@ func mandatoryUnroutable(h *harness) {
 
 func nonMandatoryUnroutable(h *harness) {
 	topic := h.exchange()
-	if err := h.target.Topology.DeclareExchange(topic, "fanout", true); err != nil {
-		h.t.Fatalf("declare exchange: %v", err)
-	}
+	h.declareExchange(topic, messaging.ExchangeFanout)
 	conn := h.connect()
 	w, err := conn.Writer(h.context())
 	if err != nil {

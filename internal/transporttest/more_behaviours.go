@@ -28,16 +28,12 @@ func (h *harness) routedBy(conn messaging.Connection, exchange string, keys ...s
 	return routed
 }
 
-func (h *harness) boundQueue(conn messaging.Connection, kind, pattern string) (string, string, messaging.Stream) {
+func (h *harness) boundQueue(conn messaging.Connection, kind messaging.ExchangeKind, pattern string) (string, string, messaging.Stream) {
 	h.t.Helper()
 	queue, exchange := h.queue(), h.exchange()
 	s := h.declared(conn, queue, 20)
-	if err := h.target.Topology.DeclareExchange(exchange, kind, true); err != nil {
-		h.t.Fatalf("declare %s exchange: %v", kind, err)
-	}
-	if err := h.target.Topology.Bind(queue, exchange, pattern); err != nil {
-		h.t.Fatalf("bind: %v", err)
-	}
+	h.declareExchange(exchange, kind)
+	h.bind(queue, exchange, pattern)
 	return queue, exchange, s
 }
 

@@ -14,24 +14,11 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 )
 
-// Topology arranges and cleans up the broker behind a transport, for what the
-// Connector contract cannot do itself.
-type Topology interface {
-	// DeclareExchange declares an exchange of kind direct, topic or fanout.
-	DeclareExchange(name, kind string, durable bool) error
-	// Bind binds a declared queue to a declared exchange with a key.
-	Bind(queue, exchange, key string) error
-	// DeleteQueue deletes a queue; deleting a missing one succeeds.
-	DeleteQueue(name string) error
-	// DeleteExchange deletes an exchange; deleting a missing one succeeds.
-	DeleteExchange(name string) error
-}
-
-// Target is one transport under test: a fresh connector and the topology
-// helper for the same broker. The suite closes the connector when a test ends.
+// Target is one transport under test: a fresh connector, whose connections
+// must implement messaging.Declarer (the suite arranges and cleans up the
+// broker through it). The suite closes the connector when a test ends.
 type Target struct {
 	Connector messaging.Connector
-	Topology  Topology
 	// MaxPayload is the largest payload the connector was configured to send
 	// (its MaxMessageSize option); keep it small so the suite's over-limit
 	// payload is cheap.
@@ -42,7 +29,7 @@ type Target struct {
 // subtest and may register its own cleanups on the t it is given.
 func Run(t *testing.T, open func(t *testing.T) Target) {
 	t.Helper()
-	for _, behaviour := range []struct {
+	for _, behaviour := range append([]struct {
 		name string
 		test func(*harness)
 	}{
@@ -68,11 +55,13 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"ExclusiveQueueIsLockedToItsConnection", exclusiveQueue},
 		{"ClosedStreamsAndWritersFailClosed", closedFailClosed},
 		{"AcknowledgingAnUnknownDeliveryAcknowledgesNone", unknownAcknowledgement},
-	} {
+	}, topologyBehaviours...) {
 		t.Run(behaviour.name, func(t *testing.T) {
 			target := open(t)
 			t.Cleanup(func() { _ = target.Connector.Close() })
-			behaviour.test(&harness{t: t, target: target})
+			h := &harness{t: t, target: target}
+			h.admin = h.adminDeclarer()
+			behaviour.test(h)
 		})
 	}
 }
@@ -86,6 +75,50 @@ const quiet = 300 * time.Millisecond
 type harness struct {
 	t      *testing.T
 	target Target
+	// admin declares and deletes on a connection of its own, open until every
+	// cleanup that deletes has run.
+	admin messaging.Declarer
+}
+
+// adminDeclarer opens the harness's own connection and finds its Declarer.
+func (h *harness) adminDeclarer() messaging.Declarer {
+	h.t.Helper()
+	conn, err := h.target.Connector.Connect(h.context())
+	if err != nil {
+		h.t.Fatalf("connect: %v", err)
+	}
+	h.t.Cleanup(func() { _ = conn.Close() }) // before the deleting cleanups, so it runs after them
+	declarer, ok := messaging.As[messaging.Declarer](conn)
+	if !ok {
+		h.t.Fatalf("the connection %T implements no messaging.Declarer", conn)
+	}
+	return declarer
+}
+
+// declarer finds conn's Declarer or fails the test.
+func (h *harness) declarer(conn messaging.Connection) messaging.Declarer {
+	h.t.Helper()
+	declarer, ok := messaging.As[messaging.Declarer](conn)
+	if !ok {
+		h.t.Fatalf("the connection %T implements no messaging.Declarer", conn)
+	}
+	return declarer
+}
+
+// declareExchange declares a durable exchange of kind through the admin connection.
+func (h *harness) declareExchange(name string, kind messaging.ExchangeKind) {
+	h.t.Helper()
+	if err := h.admin.DeclareExchange(h.context(), messaging.Exchange{Name: name, Kind: kind, Durable: true}); err != nil {
+		h.t.Fatalf("declare %s exchange %s: %v", kind, name, err)
+	}
+}
+
+// bind binds queue to exchange under key through the admin connection.
+func (h *harness) bind(queue, exchange, key string) {
+	h.t.Helper()
+	if err := h.admin.Bind(h.context(), messaging.Binding{Exchange: exchange, Queue: queue, Key: key}); err != nil {
+		h.t.Fatalf("bind %s to %s with %q: %v", queue, exchange, key, err)
+	}
 }
 
 func (h *harness) context() context.Context {
@@ -99,7 +132,7 @@ func (h *harness) queue() string {
 	name := testenv.Name(h.t, "q")
 	h.t.Cleanup(func() {
 		for _, q := range []string{name, name + ".dlq", name + ".parked"} {
-			if err := h.target.Topology.DeleteQueue(q); err != nil {
+			if err := h.admin.DeleteQueue(context.Background(), q); err != nil {
 				h.t.Errorf("delete queue %s: %v", q, err)
 			}
 		}
@@ -111,7 +144,7 @@ func (h *harness) queue() string {
 func (h *harness) exchange() string {
 	name := testenv.Name(h.t, "x")
 	h.t.Cleanup(func() {
-		if err := h.target.Topology.DeleteExchange(name); err != nil {
+		if err := h.admin.DeleteExchange(context.Background(), name); err != nil {
 			h.t.Errorf("delete exchange %s: %v", name, err)
 		}
 	})
