@@ -45,7 +45,7 @@ func (h *handler) Close() error {
 // panics (so the batch is not acknowledged) when a republish fails, and
 // re-raises a failure that happened while ctx was cancelled.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
-	deliveries := deliveriesOf(messages)
+	deliveries := deliveriesOf(ctx, messages)
 	if outer, _ := ctx.Value(callKey{}).(*call); outer != nil {
 		// An outer settlement decorator (the streaming runtime's default)
 		// leaves this batch to this one, so nothing is set aside twice.
@@ -207,9 +207,12 @@ func (c *call) hold(deliveries []messaging.Delivery, cause error) {
 		slog.String("queue", queue), slog.Int("count", held), slog.String("reason", reason))
 }
 
-// deliveriesOf insists on messaging.Delivery values: anything else is a wiring
+// deliveriesOf returns the deliveries of a batch: the messages themselves
+// when they are messaging.Delivery values, else the envelopes that travel
+// in the context beside the decoded values (messaging.DeliveriesFrom: the
+// streaming runtime's settlement sets them). Anything else is a wiring
 // mistake.
-func deliveriesOf(messages []any) []messaging.Delivery {
+func deliveriesOf(ctx context.Context, messages []any) []messaging.Delivery {
 	deliveries := make([]messaging.Delivery, 0, len(messages))
 	for _, message := range messages {
 		switch delivery := message.(type) {
@@ -218,8 +221,11 @@ func deliveriesOf(messages []any) []messaging.Delivery {
 		case *messaging.Delivery:
 			deliveries = append(deliveries, *delivery)
 		default:
-			panic(fmt.Sprintf("deadletter: the handler received a %T, not a messaging.Delivery; "+
-				"set streaming.SubscriptionOptions.FullDeliveryToHandler(true) on the subscription", message))
+			if envelopes := messaging.DeliveriesFrom(ctx); len(envelopes) == len(messages) {
+				return append([]messaging.Delivery(nil), envelopes...)
+			}
+			panic(fmt.Sprintf("deadletter: the handler received a %T, not a messaging.Delivery, and the context carries no envelopes for it; "+
+				"run it under the streaming runtime, or pass messaging.Delivery values", message))
 		}
 	}
 	return deliveries
@@ -309,6 +315,7 @@ func (c *call) run(ctx context.Context, deliveries []messaging.Delivery) (value 
 			messages = append(messages, delivery.Message)
 		}
 	}
+	ctx = messaging.WithDeliveries(ctx, deliveries)
 	returned := false
 	defer func() {
 		if !returned {

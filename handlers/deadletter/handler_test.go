@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,8 +44,23 @@ func panicsWith(text string) func() any {
 
 func (f *HandlerFixture) TestAValueThatIsNotADeliveryIsAWiringMistake() {
 	value := recovered(func() { f.handler().Handle(context.Background(), "plain message") })
-	f.So(value, should.ContainSubstring, "FullDeliveryToHandler(true)")
+	f.So(value, should.ContainSubstring, "the context carries no envelopes")
 	f.So(f.inner.calls, should.BeEmpty)
+}
+
+func (f *HandlerFixture) TestDecodedValuesAreSettledByTheEnvelopesInTheContext() {
+	f.inner.action = func(ctx context.Context, messages []any) {
+		if envelopes := messaging.DeliveriesFrom(ctx); len(envelopes) != len(messages) {
+			panic("the inner handler got no envelopes")
+		}
+		if slices.Contains(messages, any("bb")) {
+			panic(errors.New("poison"))
+		}
+	}
+	ctx := messaging.WithDeliveries(context.Background(), []messaging.Delivery{delivery("a"), delivery("bb")})
+	f.handler().Handle(ctx, "a", "bb")
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq bb: the handler failed: poison"})
+	f.So(f.inner.calls, should.Equal, [][]any{{"a", "bb"}, {"a"}, {"bb"}})
 }
 
 func (f *HandlerFixture) TestHandledBatchIsAcceptedAndPassesMessages() {
