@@ -46,6 +46,7 @@ import (
 	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
@@ -220,19 +221,18 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 
 	// 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
 	//    messages commit together), retry around it, settlement outermost.
-	const attempts = 5
+	//    The retry budget is stated once: five attempts, 100 ms doubling to 2 s.
+	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
 	shipper := deadletter.New(transport,
 		retry.New(
 			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
 				return &shipOrders{tx: state.Tx, writer: state.Writer}
 			}, transactional.Options.Monitor(metrics.Transactional())),
-			retry.Options.Backoff(100*time.Millisecond),
-			retry.Options.MaxBackoff(2*time.Second),
-			retry.Options.MaxAttempts(attempts),
+			retry.Options.Policy(budget),
 			retry.Options.Monitor(metrics.Retry()),
 			retry.Options.Logger(logger),
 		),
-		deadletter.Options.MaxAttempts(attempts),
+		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(metrics.Settlement()),
 		deadletter.Options.Logger(logger),
 	)
@@ -240,12 +240,10 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		retry.New(
 			sqltx.New(db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
 				sqltx.Options.Monitor(metrics.Transactional())),
-			retry.Options.Backoff(100*time.Millisecond),
-			retry.Options.MaxBackoff(2*time.Second),
-			retry.Options.MaxAttempts(attempts),
+			retry.Options.Policy(budget),
 			retry.Options.Logger(logger),
 		),
-		deadletter.Options.MaxAttempts(attempts),
+		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(metrics.Settlement()),
 		deadletter.Options.Logger(logger),
 	)
@@ -258,7 +256,6 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 				streaming.SubscriptionOptions.AddWorkers(shipper, shipper),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
-				streaming.SubscriptionOptions.FullDeliveryToHandler(true),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
 			),
 			streaming.NewSubscription(shippedQueue,
@@ -266,7 +263,6 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 				streaming.SubscriptionOptions.AddWorkers(recorder),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
-				streaming.SubscriptionOptions.FullDeliveryToHandler(true),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
 			),
 		),

@@ -45,12 +45,20 @@
 // cancelled (shutdown) is not the message's fault: it is re-raised, not set
 // aside.
 //
-// The handler expects messaging.Delivery values: use it with
-// streaming.SubscriptionOptions.FullDeliveryToHandler(true). It hands the
-// inner handler Delivery.Message values, or the deliveries themselves with
-// Options.FullDelivery(true); with full deliveries the inner handler can settle
-// single messages through the context it received with Reject, Park, Retry and
-// InProgress, on the same republish-then-acknowledge rule.
+// The handler takes each message's envelope from the message when it is a
+// messaging.Delivery, else from the context (messaging.DeliveriesFrom, which
+// the streaming runtime sets beside the decoded values), so no subscription
+// flag is needed. It hands the inner handler Delivery.Message values, or the
+// deliveries themselves with Options.FullDelivery(true); with full deliveries
+// the inner handler can settle single messages through the context it
+// received with Reject, Park, Retry and InProgress, on the same
+// republish-then-acknowledge rule.
+//
+// The retry budget is one retrypolicy.Policy value (Options.Policy), the same
+// given to retry.Options.Policy; Retry without one gives up after
+// retry.DefaultPolicy's five attempts. The streaming runtime wraps every
+// worker in a decorator of this package; one of the user's own inside it
+// takes over for each batch it handles, so nothing is set aside twice.
 //
 // The connector must be the raw transport (not the outbox); the decorator
 // opens one connection from it lazily, redials after errors, and leaves
