@@ -69,7 +69,7 @@ func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
 	return nil, errors.New("not supported")
 }
 func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
-	return &fakeWriter{connector: c.connector}, nil
+	return &fakeWriter{connector: c.connector, connection: c}, nil
 }
 func (c *fakeConnection) Close() error {
 	c.connector.mu.Lock()
@@ -93,14 +93,18 @@ func (c *declaringConnection) DeclareRetryRung(_ context.Context, queue, rung st
 }
 
 type fakeWriter struct {
-	connector *fakeConnector
-	pending   []messaging.Dispatch
+	connector  *fakeConnector
+	connection *fakeConnection
+	pending    []messaging.Dispatch
 }
 
 func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	w.connector.mu.Lock()
 	defer w.connector.mu.Unlock()
 	w.connector.contexts = append(w.connector.contexts, ctx)
+	if w.connection.closed {
+		return 0, fmt.Errorf("the broker closed the connection: %w", messaging.ErrClosed)
+	}
 	if w.connector.writeErr != nil {
 		return 0, w.connector.writeErr
 	}

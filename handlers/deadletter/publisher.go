@@ -39,12 +39,24 @@ func (p *publisher) acquire(ctx context.Context) error {
 func (p *publisher) release() { <-p.turn }
 
 // publish writes one dispatch and returns when the broker confirmed and routed
-// it (the CommitWriter contract), or with why not.
+// it (the CommitWriter contract), or with why not. A kept connection found dead
+// (closed under it since its last use) is replaced and the publish tried once
+// more on the new one, so a connection lost between two set-asides does not
+// fail the next one.
 func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) error {
 	if err := p.acquire(ctx); err != nil {
 		return err
 	}
 	defer p.release()
+	reused := p.writer != nil
+	err := p.publishOnce(ctx, dispatch)
+	if err != nil && reused && ctx.Err() == nil && staleConnection(err) {
+		err = p.publishOnce(ctx, dispatch)
+	}
+	return err
+}
+
+func (p *publisher) publishOnce(ctx context.Context, dispatch messaging.Dispatch) error {
 	if err := p.open(ctx); err != nil {
 		return err
 	}
@@ -59,6 +71,16 @@ func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) er
 		return fmt.Errorf("deadletter: confirm publish to %q: %w", dispatch.RoutingKey, err)
 	}
 	return nil
+}
+
+// staleConnection reports a failure that a fresh connection may not have: the
+// kept one was closed, or lost before the confirm. A refusal of the message
+// itself (unroutable, a wire limit, a nack) is not retried.
+func staleConnection(err error) bool {
+	if errors.Is(err, messaging.ErrWireLimit) || errors.Is(err, messaging.ErrUnroutable) || errors.Is(err, messaging.ErrRefused) {
+		return false
+	}
+	return errors.Is(err, messaging.ErrClosed) || errors.Is(err, messaging.ErrArrivalUnknown) || messaging.IsOutage(err)
 }
 
 // declareRung declares queue's rung named rung for delay once per connection.
