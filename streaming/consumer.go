@@ -2,6 +2,8 @@ package streaming
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/warrenmq/messaging"
@@ -15,6 +17,7 @@ type Consumer struct {
 	soft      context.Context
 	cancel    context.CancelFunc
 	done      chan struct{}
+	startup   *startup
 	// healths has one entry per subscription with a queue, in order.
 	healths []*health
 	runners []*runner
@@ -38,11 +41,18 @@ func New(connector messaging.Connector, options ...option) *Consumer {
 		cancel:    cancel,
 		done:      make(chan struct{}),
 	}
+	count := 0
+	for _, subscription := range cfg.subscriptions {
+		if subscription != nil {
+			count++
+		}
+	}
+	c.startup = newStartup(count)
 	for _, subscription := range cfg.subscriptions {
 		if subscription == nil {
 			continue
 		}
-		r := newRunner(connector, subscription, cfg, soft)
+		r := newRunner(connector, subscription, cfg, soft, c.startup)
 		c.runners = append(c.runners, r)
 		c.healths = append(c.healths, r.health)
 	}
@@ -74,6 +84,66 @@ func (c *Consumer) Listen() {
 	wg.Wait()
 	for _, r := range c.runners {
 		r.close()
+	}
+}
+
+// Started waits until every subscription's first attempt to open its stream
+// concluded, and returns the first error among them (the broker unreachable,
+// the queue missing, access refused: errors.Is matches the transport's
+// sentinels, such as messaging.ErrNotFound), or nil when every stream opened.
+// A component built on the consumer calls it after starting Listen, so that
+// it fails its constructor on a permanent fault instead of retrying it in the
+// background; the consumer keeps retrying until Close either way. It returns
+// ctx's error when ctx ends first, and an error when the consumer is closed
+// first.
+func (c *Consumer) Started(ctx context.Context) error {
+	select {
+	case <-c.startup.done:
+		return c.startup.err
+	default:
+	}
+	select {
+	case <-c.startup.done:
+		return c.startup.err
+	case <-ctx.Done():
+		return fmt.Errorf("streaming: waiting for the subscriptions to open: %w", ctx.Err())
+	case <-c.soft.Done():
+		return errors.New("streaming: the consumer was closed before every subscription opened")
+	}
+}
+
+// startup gathers how each subscription's first attempt to open concluded.
+type startup struct {
+	mu      sync.Mutex
+	pending int
+	err     error
+	done    chan struct{}
+}
+
+func newStartup(subscriptions int) *startup {
+	s := &startup{pending: subscriptions, done: make(chan struct{})}
+	if subscriptions == 0 {
+		close(s.done)
+	}
+	return s
+}
+
+// report records one subscription's first outcome; the first error, or the
+// last success, concludes the startup.
+func (s *startup) report(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending == 0 {
+		return
+	}
+	if err != nil {
+		s.err, s.pending = err, 0
+		close(s.done)
+		return
+	}
+	s.pending--
+	if s.pending == 0 {
+		close(s.done)
 	}
 }
 

@@ -42,6 +42,15 @@
 // not crashed: a library must not take down its host, and closing the stream
 // gives the same at-least-once outcome.
 //
+// # Startup
+//
+// Consumer.Started waits until every subscription's first attempt to open
+// its stream concluded and returns the first error (errors.Is matches the
+// transport's sentinels: messaging.ErrNotFound for a queue that does not
+// exist, messaging.ErrAccessRefused), so a component built on the consumer
+// can fail its constructor on a permanent fault and close what it started,
+// instead of leaving the consumer to retry it in the background.
+//
 // # Outages
 //
 // A failure that is a dependency's rather than a message's (messaging.IsOutage:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -23,9 +24,17 @@ type runner struct {
 	// workers are the subscription's handlers, each wrapped in the runtime's
 	// settlement (see settlement.go).
 	workers []messaging.Handler
+	// startup hears how the first attempt to open the stream concluded.
+	startup    *startup
+	openedOnce sync.Once
 }
 
-func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context) *runner {
+// firstOpen reports how the first attempt to open the stream concluded.
+func (r *runner) firstOpen(err error) {
+	r.openedOnce.Do(func() { r.startup.report(err) })
+}
+
+func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context, startup *startup) *runner {
 	return &runner{
 		connector:    connector,
 		subscription: subscription,
@@ -35,6 +44,7 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
 		workers:      settled(connector, subscription, cfg),
+		startup:      startup,
 	}
 }
 
@@ -53,6 +63,7 @@ func (r *runner) close() {
 func (r *runner) run() {
 	queue := r.subscription.queue
 	if len(r.subscription.workers) == 0 {
+		r.firstOpen(fmt.Errorf("streaming: subscription to stream %q has no workers; add handlers with SubscriptionOptions.AddWorkers", queue))
 		r.logger.Error(fmt.Sprintf("Subscription to stream [%s] has no workers; add handlers with SubscriptionOptions.AddWorkers.", queue),
 			slog.String("stream", queue))
 		return
@@ -115,6 +126,7 @@ func (r *runner) session() bool {
 		return false
 	}
 	r.monitor.StreamOpened(queue, nil)
+	r.firstOpen(nil)
 	started := r.clock.Now()
 	acknowledged := newSession(r, stream).run()
 	r.monitor.StreamClosed(queue)
@@ -124,6 +136,7 @@ func (r *runner) session() bool {
 func (r *runner) openFailed(format string, err error) {
 	queue := r.subscription.queue
 	r.monitor.StreamOpened(queue, err)
+	r.firstOpen(fmt.Errorf("streaming: stream %q: %w", queue, err))
 	if r.soft.Err() != nil {
 		return // shutting down: the failure is the shutdown's
 	}
