@@ -31,6 +31,7 @@ type config struct {
 	policy              retrypolicy.Policy
 	policyStated        bool
 	fullDelivery        bool
+	refuseRetry         string
 	maxAttempts         int
 	publishTimeout      time.Duration
 	brokerWaitThreshold time.Duration
@@ -44,6 +45,14 @@ type config struct {
 // Delivery.Message (default false). Reject, Park, Retry and InProgress need it.
 func (singleton) FullDelivery(full bool) option {
 	return func(c *config) { c.fullDelivery = full }
+}
+
+// RefuseRetry makes Retry and InProgress park the delivery instead of
+// republishing it to its queue, with the reason "this consumer does not retry
+// (<why>): <err>": for a consumer that cannot take a message back (a stream,
+// whose log cannot be republished into). Empty (the default) accepts them.
+func (singleton) RefuseRetry(why string) option {
+	return func(c *config) { c.refuseRetry = why }
 }
 
 // Policy states the retry budget as one value (see package retrypolicy),

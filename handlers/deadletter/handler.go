@@ -51,8 +51,8 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		// leaves this batch to this one, so nothing is set aside twice.
 		outer.delegate()
 	}
-	c := &call{handler: h, settled: map[deliveryKey]bool{}}
-	ctx = context.WithValue(ctx, callKey{}, c)
+	c := &call{handler: h, settled: map[deliveryKey]bool{}, decisions: map[deliveryKey]messaging.Decision{}}
+	ctx = messaging.WithSettler(context.WithValue(ctx, callKey{}, c), c)
 
 	var rest []messaging.Delivery
 	for _, delivery := range deliveries {
@@ -61,6 +61,12 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			rest = append(rest, delivery)
 		case errors.Is(delivery.Undecodable, messaging.ErrFiltered):
 			// acknowledged without handling
+		case messaging.IsRetryable(delivery.Undecodable):
+			// A decode that may work later (a claim-check store or schema
+			// registry that timed out) goes through the retry policy.
+			if err := c.retry(ctx, delivery, delivery.Undecodable); err != nil {
+				panic(err)
+			}
 		default:
 			reason := undecodable(delivery.Undecodable)
 			if err := c.setAside(ctx, delivery, delivery.SourceQueue+".parked", ActionParked, reason); err != nil {
@@ -248,7 +254,9 @@ type call struct {
 	*handler
 	mu      sync.Mutex
 	settled map[deliveryKey]bool
-	failure error
+	// decisions records, per delivery, what it was settled as.
+	decisions map[deliveryKey]messaging.Decision
+	failure   error
 	// inner is set when a settlement decorator inside this one handled the
 	// batch: this one then settles nothing and re-raises what it raised.
 	innerSettled bool
@@ -280,10 +288,15 @@ func (c *call) isSettled(delivery messaging.Delivery) bool {
 	return c.settled[keyOf(delivery)]
 }
 
-func (c *call) markSettled(delivery messaging.Delivery) {
+func (c *call) markSettled(delivery messaging.Delivery, action, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.settled[keyOf(delivery)] = true
+	decision := messaging.Decision{Verdict: verdictOf(action)}
+	if reason != "" {
+		decision.Reason = errors.New(reason)
+	}
+	c.decisions[keyOf(delivery)] = decision
 }
 
 func (c *call) markFailed(err error) {
@@ -381,7 +394,7 @@ func (c *call) setAside(ctx context.Context, delivery messaging.Delivery, target
 			continue // this form cannot travel: try a smaller one
 		}
 		if err = c.publish(ctx, dispatch); err == nil {
-			c.markSettled(delivery)
+			c.markSettled(delivery, action, dispatch.Error)
 			c.config.monitor.Settled(delivery.SourceQueue, action, dispatch.Error)
 			c.config.logger.Warn(fmt.Sprintf("Set aside message [%s] from [%s] to [%s]: %s", wire.Shorten(delivery.MessageID), delivery.SourceQueue, target, dispatch.Error),
 				slog.String("queue", delivery.SourceQueue), slog.String("target", target), slog.String("action", action),

@@ -24,22 +24,24 @@ import (
 
 // Reject dead-letters delivery to {queue}.dlq with the reason
 // "the handler rejected it: <err>".
+//
+// It is messaging.Reject, kept for callers of this package.
 func Reject(ctx context.Context, delivery messaging.Delivery, err error) error {
-	c, lookupErr := callFrom(ctx)
-	if lookupErr != nil {
+	if _, lookupErr := callFrom(ctx); lookupErr != nil {
 		return lookupErr
 	}
-	return c.setAside(ctx, delivery, delivery.SourceQueue+".dlq", ActionDeadLettered, rejected(err))
+	return messaging.Reject(ctx, delivery, err)
 }
 
 // Park sets delivery aside in {queue}.parked with the reason
 // "the handler parked it: <err>".
+//
+// It is messaging.Park, kept for callers of this package.
 func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
-	c, lookupErr := callFrom(ctx)
-	if lookupErr != nil {
+	if _, lookupErr := callFrom(ctx); lookupErr != nil {
 		return lookupErr
 	}
-	return c.setAside(ctx, delivery, delivery.SourceQueue+".parked", ActionParked, parked(err))
+	return messaging.Park(ctx, delivery, err)
 }
 
 // Retry republishes delivery to its queue with x-acemq-attempt advanced, after
@@ -60,12 +62,16 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 //
 // Calling an outcome again for a delivery already settled in this Handle (an
 // inner retry decorator re-running the batch) returns nil and publishes
-// nothing.
+// nothing. It is messaging.Retry, kept for callers of this package.
 func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
-	c, lookupErr := callFrom(ctx)
-	if lookupErr != nil {
+	if _, lookupErr := callFrom(ctx); lookupErr != nil {
 		return lookupErr
 	}
+	return messaging.Retry(ctx, delivery, err)
+}
+
+// retry is Retry's work.
+func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 	if c.isSettled(delivery) {
 		return nil
 	}
@@ -119,11 +125,17 @@ func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
 // InProgress republishes delivery to its queue after delay, with the attempt
 // unchanged; the retry policy is not consulted. The wait is held here, bounded
 // by ctx.
+//
+// It is messaging.InProgress, kept for callers of this package.
 func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
-	c, lookupErr := callFrom(ctx)
-	if lookupErr != nil {
+	if _, lookupErr := callFrom(ctx); lookupErr != nil {
 		return lookupErr
 	}
+	return messaging.InProgress(ctx, delivery, delay)
+}
+
+// inProgress is InProgress's work.
+func (c *call) inProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
 	dispatch := delivery.Redispatch(delivery.SourceQueue)
 	dispatch.Error = ""
 	return c.afterWait(ctx, delivery, dispatch, max(delay, 0), ActionInProgress)
@@ -141,7 +153,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 	if err := c.republish(ctx, delivery, dispatch); err != nil {
 		return err
 	}
-	c.markSettled(delivery)
+	c.markSettled(delivery, action, "")
 	c.config.monitor.Settled(delivery.SourceQueue, action, "")
 	return nil
 }
@@ -176,7 +188,64 @@ func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dis
 	if err != nil {
 		return err
 	}
-	c.markSettled(delivery)
+	c.markSettled(delivery, ActionRetried, "")
 	c.config.monitor.Settled(queue, ActionRetried, "")
 	return nil
+}
+
+// Settle is the messaging.Settler the decorator puts in the context it hands
+// on: the root vocabulary (messaging.Accept, Reject, Park, Retry, InProgress)
+// lands here. With Options.RefuseRetry, Retry and InProgress park the
+// delivery instead, with the reason.
+func (c *call) Settle(ctx context.Context, delivery messaging.Delivery, decision messaging.Decision) error {
+	queue := delivery.SourceQueue
+	switch decision.Verdict {
+	case messaging.Accepted:
+		if !c.isSettled(delivery) {
+			c.markSettled(delivery, ActionAccepted, "")
+			c.config.monitor.Settled(queue, ActionAccepted, "")
+		}
+		return nil
+	case messaging.Rejected:
+		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, rejected(decision.Reason))
+	case messaging.Parked:
+		return c.setAside(ctx, delivery, queue+".parked", ActionParked, parked(decision.Reason))
+	case messaging.Retried, messaging.InProgressed:
+		if c.config.refuseRetry != "" {
+			return c.setAside(ctx, delivery, queue+".parked", ActionParked, refusedReason(decision, c.config.refuseRetry))
+		}
+		if decision.Verdict == messaging.Retried {
+			return c.retry(ctx, delivery, decision.Reason)
+		}
+		return c.inProgress(ctx, delivery, decision.Delay)
+	default:
+		return fmt.Errorf("deadletter: cannot settle message %s with the verdict %q: use Accept, Reject, Park, Retry or InProgress", delivery.MessageID, decision.Verdict)
+	}
+}
+
+// Decided reports what was decided for delivery in this Handle and what it
+// became (a Retry the budget ended reads Rejected; a refused one, Parked).
+func (c *call) Decided(delivery messaging.Delivery) (messaging.Decision, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	decision, ok := c.decisions[keyOf(delivery)]
+	return decision, ok
+}
+
+// verdictOf maps a monitor action onto the root vocabulary.
+func verdictOf(action string) messaging.Verdict {
+	switch action {
+	case ActionAccepted:
+		return messaging.Accepted
+	case ActionDeadLettered:
+		return messaging.Rejected
+	case ActionParked:
+		return messaging.Parked
+	case ActionRetried:
+		return messaging.Retried
+	case ActionInProgress:
+		return messaging.InProgressed
+	default:
+		return messaging.Undecided
+	}
 }

@@ -2,6 +2,8 @@ package deadletter
 
 import (
 	"fmt"
+
+	"github.com/warrenmq/messaging"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,6 +23,18 @@ func parked(err error) string {
 		return noReason
 	}
 	return "the handler parked it: " + err.Error()
+}
+
+// refused words a Retry or InProgress the consumer refused.
+func refusedReason(decision messaging.Decision, why string) string {
+	text := "this consumer does not retry (" + why + ")"
+	if decision.Verdict == messaging.InProgressed {
+		text = "this consumer does not hold messages in progress (" + why + ")"
+	}
+	if decision.Reason != nil {
+		text += ": " + decision.Reason.Error()
+	}
+	return text
 }
 
 func unprocessable(err error) string {
