@@ -49,10 +49,14 @@
 // messaging.Delivery, else from the context (messaging.DeliveriesFrom, which
 // the streaming runtime sets beside the decoded values), so no subscription
 // flag is needed. It hands the inner handler Delivery.Message values, or the
-// deliveries themselves with Options.FullDelivery(true); with full deliveries
-// the inner handler can settle single messages through the context it
-// received with Reject, Park, Retry and InProgress, on the same
-// republish-then-acknowledge rule.
+// deliveries themselves with Options.FullDelivery(true). It puts a
+// messaging.Settler in the context it hands on, so any inner decorator or
+// handler settles single messages with the root vocabulary
+// (messaging.Accept, Reject, Park, Retry, InProgress, on the same
+// republish-then-acknowledge rule) and reads what was decided with
+// messaging.DecisionOf. A decode error marked messaging.Retryable goes
+// through Retry instead of the parked queue; Options.RefuseRetry parks a
+// Retry or InProgress with the reason instead.
 //
 // The retry budget is one retrypolicy.Policy value (Options.Policy), the same
 // given to retry.Options.Policy; Retry without one gives up after
