@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"log/slog"
 	"os"
 	"time"
 
@@ -17,6 +18,7 @@ type option func(*configuration)
 type configuration struct {
 	clock   func() time.Time
 	monitor Monitor
+	logger  *slog.Logger
 	origin  string
 	// maxMessageSize is the largest payload a write accepts.
 	maxMessageSize int
@@ -31,6 +33,12 @@ func (singleton) Clock(now func() time.Time) option {
 // Monitor receives the broker's callbacks. A nil monitor means no monitoring.
 func (singleton) Monitor(monitor Monitor) option {
 	return func(c *configuration) { c.monitor = monitor }
+}
+
+// Logger receives the broker's WARN lines (a stream's declaration that
+// differs from what exists). A nil logger means slog.Default().
+func (singleton) Logger(logger *slog.Logger) option {
+	return func(c *configuration) { c.logger = logger }
 }
 
 // Origin sets the origin written on messages that do not name one
@@ -56,6 +64,9 @@ func newConfiguration(options []option) configuration {
 	}
 	if c.clock == nil {
 		c.clock = time.Now
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}

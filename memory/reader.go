@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/warrenmq/messaging"
@@ -28,6 +29,12 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 		return nil, err
 	}
 	b := r.conn.broker
+	var warnings []string
+	defer func() { // after the unlock below
+		for _, warning := range warnings {
+			b.config.logger.Warn(warning)
+		}
+	}()
 	b.mu.Lock()
 	defer b.unlock()
 	if r.closed {
@@ -39,7 +46,8 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	if config.StreamName == "" {
 		return nil, fmt.Errorf("memory: the stream config names no queue; set StreamConfig.StreamName")
 	}
-	if err := r.establishLocked(config); err != nil {
+	warnings, err := r.establishLocked(config)
+	if err != nil {
 		return nil, fmt.Errorf("memory: could not establish the topology of stream %q: %w", config.StreamName, err)
 	}
 	q, ok := b.queues[config.StreamName]
@@ -63,46 +71,76 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	return s, nil
 }
 
-// establishLocked declares what the transport declares for a stream: a durable
-// fanout exchange per topic, the durable queue (quorum with Replication,
-// exclusive with ExclusiveStream) bound to each with key "", and with
+// establishLocked declares what the transport declares for a stream: a
+// durable fanout exchange per topic, the durable queue (quorum with
+// Replication, exclusive with ExclusiveStream, and with DeadLetters the
+// arguments x-dead-letter-exchange=acemq.dlx and
+// x-dead-letter-routing-key={queue}.dlq) bound to each with key "", and with
 // DeadLetters the acemq.dlx direct exchange and the {q}.dlq and {q}.parked
-// classic queues bound to it on their own names.
-func (r *reader) establishLocked(config messaging.StreamConfig) error {
+// classic queues bound to it on their own names. As on RabbitMQ, a queue or
+// exchange that exists with other properties is used as it is, with a
+// warning naming the difference, and nothing is bound to an exchange whose
+// declaration was refused.
+func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error) {
 	b, name := r.conn.broker, config.StreamName
+	var warnings []string
+	tolerate := func(what, consequence string, err error) (bool, error) {
+		if errors.Is(err, messaging.ErrPreconditionFailed) {
+			var refused *messaging.BrokerError
+			errors.As(err, &refused)
+			warnings = append(warnings, fmt.Sprintf("AMQP %s: it already exists with other properties, so it is used as it is%s (broker: %s)", what, consequence, refused.Text))
+			return false, nil
+		}
+		return err == nil, err
+	}
 	if config.EstablishTopology {
+		var bindable []string
 		for _, topic := range config.Topics {
-			if err := b.declareExchangeLocked(topic, KindFanout, true); err != nil {
-				return err
+			declared, err := tolerate(fmt.Sprintf("declare exchange %q", topic), fmt.Sprintf(", and queue %q is not bound to it with key \"\"; bind it yourself if nothing routes the messages there", name),
+				b.declareExchangeLocked(topic, KindFanout, true))
+			if err != nil {
+				return warnings, err
+			}
+			if declared {
+				bindable = append(bindable, topic)
 			}
 		}
-		options := QueueOptions{Durable: true, Exclusive: config.ExclusiveStream}
+		options := QueueOptions{Durable: true, Exclusive: config.ExclusiveStream, Arguments: map[string]any{}}
 		if config.Replication {
-			options.Arguments = map[string]any{"x-queue-type": "quorum"}
+			options.Arguments["x-queue-type"] = "quorum"
 		}
-		if err := b.declareQueueLocked(name, options, r.conn); err != nil {
-			return err
+		if config.DeadLetters {
+			options.Arguments["x-dead-letter-exchange"] = DeadLetterExchange
+			options.Arguments["x-dead-letter-routing-key"] = name + DeadLetterSuffix
 		}
-		for _, topic := range config.Topics {
+		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, options, r.conn)); err != nil {
+			return warnings, err
+		}
+		for _, topic := range bindable {
 			if err := b.bindLocked(name, topic, "", r.conn); err != nil {
-				return err
+				return warnings, err
 			}
 		}
 	}
 	if config.DeadLetters {
-		if err := b.declareExchangeLocked(DeadLetterExchange, KindDirect, true); err != nil {
-			return err
+		exchangeDeclared, err := tolerate(fmt.Sprintf("declare exchange %q", DeadLetterExchange), ", and nothing is bound to it",
+			b.declareExchangeLocked(DeadLetterExchange, KindDirect, true))
+		if err != nil {
+			return warnings, err
 		}
 		for _, target := range []string{name + DeadLetterSuffix, name + ParkedSuffix} {
-			if err := b.declareQueueLocked(target, QueueOptions{Durable: true}, r.conn); err != nil {
-				return err
+			if _, err := tolerate(fmt.Sprintf("declare queue %q", target), "", b.declareQueueLocked(target, QueueOptions{Durable: true}, r.conn)); err != nil {
+				return warnings, err
+			}
+			if !exchangeDeclared {
+				continue
 			}
 			if err := b.bindLocked(target, DeadLetterExchange, target, r.conn); err != nil {
-				return err
+				return warnings, err
 			}
 		}
 	}
-	return nil
+	return warnings, nil
 }
 
 // Close closes the reader's streams, requeueing what they had not acknowledged.

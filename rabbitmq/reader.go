@@ -60,9 +60,11 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 			return nil, fmt.Errorf("open stream %q: %w", config.StreamName, err)
 		}
 	}
-	s, err := r.start(ctx, ch, config)
+	s, err := r.start(ctx, &ch, config)
 	if err != nil {
-		_ = r.conn.closeChannel(ch)
+		if ch != nil {
+			_ = r.conn.closeChannel(ch)
+		}
 		return nil, fmt.Errorf("open stream %q: %w", config.StreamName, err)
 	}
 
@@ -83,9 +85,21 @@ func (r *reader) forget(s *stream) {
 	r.mu.Unlock()
 }
 
-func (r *reader) start(ctx context.Context, ch adapter.Channel, config messaging.StreamConfig) (*stream, error) {
-	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
+// start declares the topology and consumes; it leaves in *channel the channel
+// it ends on (a declaration refused as differing replaces it).
+func (r *reader) start(ctx context.Context, channel *adapter.Channel, config messaging.StreamConfig) (*stream, error) {
 	queue := config.StreamName
+	if err := r.conn.declareStreamTopology(ctx, channel, config); err != nil {
+		return nil, err
+	}
+	if *channel == nil {
+		var err error
+		if *channel, err = r.conn.openChannel(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ch := *channel
+	closes := ch.NotifyClose(make(chan *amqp.Error, 1))
 	step := func(what string, f func() error) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -94,53 +108,6 @@ func (r *reader) start(ctx context.Context, ch adapter.Channel, config messaging
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		return nil
-	}
-
-	if config.EstablishTopology {
-		for _, topic := range config.Topics {
-			if err := step(fmt.Sprintf("declare exchange %q", topic), func() error {
-				return ch.ExchangeDeclare(topic, amqp.ExchangeFanout, true, false, false, false, nil)
-			}); err != nil {
-				return nil, err
-			}
-		}
-		var args amqp.Table
-		if config.Replication {
-			args = amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum}
-		}
-		if err := step(fmt.Sprintf("declare queue %q", queue), func() error {
-			_, err := ch.QueueDeclare(queue, true, false, config.ExclusiveStream, false, args)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		for _, topic := range config.Topics {
-			if err := step(fmt.Sprintf("bind queue %q to exchange %q", queue, topic), func() error {
-				return ch.QueueBind(queue, "", topic, false, nil)
-			}); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if config.DeadLetters {
-		if err := step(fmt.Sprintf("declare exchange %q", deadLetterExchange), func() error {
-			return ch.ExchangeDeclare(deadLetterExchange, amqp.ExchangeDirect, true, false, false, false, nil)
-		}); err != nil {
-			return nil, err
-		}
-		for _, name := range []string{queue + deadLetterSuffix, queue + parkedSuffix} {
-			if err := step(fmt.Sprintf("declare queue %q", name), func() error {
-				_, err := ch.QueueDeclare(name, true, false, false, false, nil)
-				return err
-			}); err != nil {
-				return nil, err
-			}
-			if err := step(fmt.Sprintf("bind queue %q to exchange %q", name, deadLetterExchange), func() error {
-				return ch.QueueBind(name, name, deadLetterExchange, false, nil)
-			}); err != nil {
-				return nil, err
-			}
-		}
 	}
 
 	prefetch := max(int(config.BufferCapacity), 1)

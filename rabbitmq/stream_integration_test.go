@@ -239,11 +239,13 @@ func TestStreamDeclaresTopologyAndSettlementQueues(t *testing.T) {
 		}
 	}
 	quorum := b.do(func(ch *amqp.Channel) error {
-		_, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{amqp.QueueTypeArg: amqp.QueueTypeQuorum})
+		_, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{
+			amqp.QueueTypeArg: amqp.QueueTypeQuorum, "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": queue + ".dlq",
+		})
 		return err
 	})
 	if quorum != nil {
-		t.Errorf("redeclaring %s as quorum failed, so it was not declared quorum: %v", queue, quorum)
+		t.Errorf("redeclaring %s as quorum with the dead-letter arguments failed, so it was not declared so: %v", queue, quorum)
 	}
 	w := openWriter(t, conn)
 	dispatches := []messaging.Dispatch{

@@ -66,7 +66,9 @@ func (f *StreamFixture) TestTopologyIsDeclaredAsConfigured() {
 	calls := f.channel.Calls()
 	f.So(calls[0], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-placed", "fanout", true, false, false, amqp.Table(nil)}})
 	f.So(calls[1], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-paid", "fanout", true, false, false, amqp.Table(nil)}})
-	f.So(calls[2], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, false, amqp.Table{"x-queue-type": "quorum"}}})
+	f.So(calls[2], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, false, amqp.Table{
+		"x-queue-type": "quorum", "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": "orders.dlq",
+	}}})
 	f.So(calls[3], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-placed"}})
 	f.So(calls[4], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-paid"}})
 	f.So(calls[5], should.Resemble, fakeCall{"ExchangeDeclare", []any{"acemq.dlx", "direct", true, false, false, amqp.Table(nil)}})
@@ -106,13 +108,37 @@ func (f *StreamFixture) TestEachStreamHasItsOwnConsumerTag() {
 }
 
 func (f *StreamFixture) TestAFailedDeclarationNamesTheStepAndClosesTheChannel() {
-	f.channel.failing["QueueDeclare"] = &amqp.Error{Code: 406, Reason: "PRECONDITION_FAILED - inequivalent arg 'x-queue-type'"}
+	f.channel.failing["QueueDeclare"] = &amqp.Error{Code: 405, Reason: "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'orders'", Server: true}
 
 	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders", EstablishTopology: true})
 
-	f.So(err.Error(), should.ContainSubstring, `open stream "orders": declare queue "orders": `)
-	f.So(err.Error(), should.ContainSubstring, "PRECONDITION_FAILED")
+	f.So(err.Error(), should.ContainSubstring, `open stream "orders": messaging: declare queue "orders": `)
+	f.So(err, should.Wrap, messaging.ErrResourceLocked)
 	f.So(f.methods(), should.Resemble, []string{"QueueDeclare", "Close"})
+}
+
+// A queue or exchange another library declared differently is used as it is:
+// one WARN in the broker's words, no binding to a refused exchange, and the
+// stream goes on, on a new channel, since the refusal closed the first.
+func (f *StreamFixture) TestADeclarationThatDiffersFromWhatExistsIsWarnedAndWhatExistsIsUsed() {
+	differs := &amqp.Error{Code: 406, Reason: "PRECONDITION_FAILED - inequivalent arg 'type' for exchange 'orders'", Server: true}
+	f.channel.failing["ExchangeDeclare"] = differs
+	result := make(chan error, 1)
+	go func() {
+		_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders.new", Topics: []string{"orders"}, EstablishTopology: true})
+		result <- err
+	}()
+	replacement := receive(f.T(), f.raw.opened, "the replacement channel")
+	f.So(receive(f.T(), result, "Stream"), should.BeNil)
+
+	f.So(f.methods(), should.Resemble, []string{"ExchangeDeclare", "Close"})
+	var methods []string
+	for _, call := range replacement.Calls() {
+		methods = append(methods, call.method)
+	}
+	f.So(methods, should.Resemble, []string{"QueueDeclare", "Qos", "Consume"}) // no QueueBind
+	f.So(f.h.logs.String(), should.ContainSubstring, `level=WARN msg="AMQP declare exchange \"orders\": it already exists with other properties`)
+	f.So(f.h.logs.String(), should.ContainSubstring, "inequivalent arg 'type' for exchange 'orders'")
 }
 
 func (f *StreamFixture) TestADeclarationIsBoundedByTheBrokerTimeout() {

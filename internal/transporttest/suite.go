@@ -39,7 +39,7 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"NonMandatoryUnroutableIsDroppedSilently", nonMandatoryUnroutable},
 		{"UnacknowledgedComeBackFirstInOrderMarkedRedelivered", requeueOrder},
 		{"ConnectionCloseRequeuesUnacknowledged", connectionCloseRequeues},
-		{"RedeclareWithReplicationFailsPreconditionFailed", redeclareMismatch},
+		{"AStreamOverAQueueDeclaredDifferentlyUsesItAsItIs", redeclareMismatch},
 		{"EnvelopeRoundTrip", envelopeRoundTrip},
 		{"EnvelopeDefaults", envelopeDefaults},
 		{"PrefetchBoundsUnacknowledged", prefetchBound},

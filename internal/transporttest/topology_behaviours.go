@@ -23,6 +23,8 @@ var topologyBehaviours = []struct {
 	{"AnExclusiveQueueIsLockedToItsConnectionAndGoesWithIt", exclusiveDeclared},
 	{"AnAutoDeleteQueueGoesWithItsLastConsumer", autoDeleteQueue},
 	{"ADeclarerIsFoundThroughADecorator", declarerThroughDecorator},
+	{"DeadLettersPutTheAceMQDeadLetterArgumentsOnTheSourceQueue", deadLetterArguments},
+	{"ADefaultStreamAttachesToAnotherAceMQLibrarysTopologyUnchanged", attachesToAnAceMQTopology},
 }
 
 func declaresEveryExchangeKind(h *harness) {
@@ -305,5 +307,81 @@ func declarerThroughDecorator(h *harness) {
 	queue := h.queue()
 	if err := d.DeclareQueue(context.Background(), messaging.Queue{Name: queue, Durable: true}); err != nil {
 		h.t.Fatalf("declare through the decorators: %v", err)
+	}
+}
+
+// acemqQueue is a source queue as every AceMQ library declares it with dead
+// letters on: durable, of queueType, dead-lettering to acemq.dlx under
+// {queue}.dlq.
+func acemqQueue(name string, queueType messaging.QueueType) messaging.Queue {
+	return messaging.Queue{Name: name, Type: queueType, Durable: true, Arguments: map[string]any{
+		"x-dead-letter-exchange":    "acemq.dlx",
+		"x-dead-letter-routing-key": name + ".dlq",
+	}}
+}
+
+func deadLetterArguments(h *harness) {
+	queue := h.queue()
+	h.declared(h.connect(), queue, 1) // no dead letters: no arguments
+	deadLettered := h.queue()
+	h.stream(h.connect(), messaging.StreamConfig{StreamName: deadLettered, EstablishTopology: true, DeadLetters: true, BufferCapacity: 1})
+	replicated := h.queue()
+	h.stream(h.connect(), messaging.StreamConfig{StreamName: replicated, EstablishTopology: true, DeadLetters: true, Replication: true, BufferCapacity: 1})
+
+	for _, c := range []struct {
+		queue messaging.Queue
+		want  error
+	}{
+		{messaging.Queue{Name: queue, Durable: true}, nil},
+		{acemqQueue(deadLettered, messaging.QueueClassic), nil},
+		{messaging.Queue{Name: deadLettered, Durable: true}, messaging.ErrPreconditionFailed},
+		{acemqQueue(replicated, messaging.QueueQuorum), nil},
+		{acemqQueue(replicated, messaging.QueueClassic), messaging.ErrPreconditionFailed},
+		{messaging.Queue{Name: deadLettered + ".dlq", Durable: true}, nil}, // classic, durable, no arguments
+		{messaging.Queue{Name: deadLettered + ".parked", Durable: true}, nil},
+		{messaging.Queue{Name: replicated + ".dlq", Durable: true}, nil},
+	} {
+		if err := h.admin.DeclareQueue(h.context(), c.queue); !errors.Is(err, c.want) {
+			h.t.Fatalf("declare %+v after the stream opened: %v; want %v", c.queue, err, c.want)
+		}
+	}
+}
+
+// A consumer with default options attaches to what another AceMQ library
+// declared (a topic exchange, a quorum queue with the dead-letter arguments, a
+// binding with a pattern) without a refusal and without changing any of it.
+func attachesToAnAceMQTopology(h *harness) {
+	exchange, queue := h.exchange(), h.queue()
+	h.declareExchange(exchange, messaging.ExchangeTopic)
+	declared := acemqQueue(queue, messaging.QueueQuorum)
+	if err := h.admin.DeclareQueue(h.context(), declared); err != nil {
+		h.t.Fatalf("declare the queue as another AceMQ library does: %v", err)
+	}
+	h.bind(queue, exchange, "order.*")
+
+	conn := h.connect()
+	s, err := h.openStream(conn, messaging.StreamConfig{
+		StreamName: queue, Topics: []string{exchange}, EstablishTopology: true, DeadLetters: true, BufferCapacity: 1,
+	})
+	if err != nil {
+		h.t.Fatalf("a default stream on another AceMQ library's topology: %v; want it to attach", err)
+	}
+	h.write(conn,
+		messaging.Dispatch{Topic: exchange, RoutingKey: "order.placed", Payload: []byte("placed"), Mandatory: true},
+		messaging.Dispatch{Topic: exchange, RoutingKey: "order.placed.late", Payload: []byte("late")}, // order.* does not match it
+		messaging.Dispatch{Topic: exchange, RoutingKey: "", Payload: []byte("empty key")},             // no binding with key "" was added
+	)
+	d := h.read(s)
+	if string(d.Payload) != "placed" {
+		h.t.Fatalf("read %q; want the message routed by order.*", d.Payload)
+	}
+	h.acknowledge(s, d)
+	h.nothing(s)
+
+	if err := h.admin.DeclareExchange(h.context(), messaging.Exchange{Name: exchange, Kind: messaging.ExchangeTopic, Durable: true}); err != nil {
+		h.t.Fatalf("the exchange after the stream opened: %v; want it still topic and durable", err)
+	}
+	if err := h.admin.DeclareQueue(h.context(), declared); err != nil {
+		h.t.Fatalf("the queue after the stream opened: %v; want it still quorum with the dead-letter arguments", err)
 	}
 }

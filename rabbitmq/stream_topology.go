@@ -1,0 +1,168 @@
+package rabbitmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/rabbitmq/adapter"
+)
+
+// Arguments of the source queue when dead letters are on: the AceMQ contract,
+// declared alike by every AceMQ library.
+const (
+	deadLetterExchangeArgument   = "x-dead-letter-exchange"
+	deadLetterRoutingKeyArgument = "x-dead-letter-routing-key"
+)
+
+// sourceQueueArguments are the arguments the stream's own queue is declared
+// with: x-queue-type quorum with Replication (classic, no argument, by
+// default), and with DeadLetters the dead-letter exchange acemq.dlx and the
+// routing key {queue}.dlq.
+func sourceQueueArguments(config messaging.StreamConfig) amqp.Table {
+	args := amqp.Table{}
+	if config.Replication {
+		args[amqp.QueueTypeArg] = amqp.QueueTypeQuorum
+	}
+	if config.DeadLetters {
+		args[deadLetterExchangeArgument] = deadLetterExchange
+		args[deadLetterRoutingKeyArgument] = config.StreamName + deadLetterSuffix
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	return args
+}
+
+// topologyDeclarer declares a stream's topology on the stream's channel. A
+// declaration the broker refuses because what exists differs (406) is not an
+// error: what exists is used as it is, one WARN names the difference in the
+// broker's words, and the channel the refusal closed is replaced by a new one.
+type topologyDeclarer struct {
+	conn *connection
+	ctx  context.Context
+	ch   adapter.Channel
+}
+
+// step runs f bounded by the broker timeout. With tolerant, it reports false
+// with a nil error when the broker refused f as differing from what exists.
+func (t *topologyDeclarer) step(what string, tolerant bool, f func(adapter.Channel) error) (bool, error) {
+	if err := t.ctx.Err(); err != nil {
+		return false, fmt.Errorf("%s: %w", what, err)
+	}
+	if t.ch == nil {
+		ch, err := t.conn.openChannel(t.ctx)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", what, err)
+		}
+		t.ch = ch
+	}
+	err := t.conn.call(what, ErrConnectTimeout, func() error { return f(t.ch) })
+	if err == nil {
+		return true, nil
+	}
+	var refused *messaging.BrokerError
+	if errors.As(err, &refused) {
+		_ = t.conn.closeChannel(t.ch) // the refusal closed it; a later step opens another
+		t.ch = nil
+	}
+	if tolerant && errors.Is(err, messaging.ErrPreconditionFailed) && refused != nil {
+		return false, nil
+	}
+	if errors.As(err, &refused) {
+		return false, err // it names the step already
+	}
+	return false, fmt.Errorf("%s: %w", what, err)
+}
+
+// tolerate is step for a declaration: a difference is logged, not returned.
+func (t *topologyDeclarer) tolerate(what, consequence string, f func(adapter.Channel) error) (bool, error) {
+	var broker string
+	declared, err := t.step(what, true, func(ch adapter.Channel) error {
+		err := f(ch)
+		var amqpErr *amqp.Error
+		if errors.As(err, &amqpErr) {
+			broker = amqpErr.Reason
+		}
+		return err
+	})
+	if err == nil && !declared {
+		message := fmt.Sprintf("AMQP %s: it already exists with other properties, so it is used as it is%s (broker: %s)", what, consequence, broker)
+		t.conn.config.logger.Warn(message, "declaration", what, "difference", broker)
+	}
+	return declared, err
+}
+
+// declareStreamTopology declares what config asks for: with EstablishTopology
+// a durable fanout exchange per topic, the source queue (arguments from
+// sourceQueueArguments, exclusive with ExclusiveStream) and its bindings with
+// key ""; with DeadLetters the acemq.dlx direct exchange and the classic
+// durable {queue}.dlq and {queue}.parked bound to it on their own names.
+// Nothing that exists is changed: a queue or exchange another library
+// declared differently is used as it is, and a queue is not bound to an
+// exchange whose declaration was refused (the key "" would mean something
+// else on it).
+//
+// It starts on *ch and leaves in *ch the channel to go on with (nil when a
+// refusal closed the last one): the caller closes it, on error too.
+func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Channel, config messaging.StreamConfig) error {
+	t := &topologyDeclarer{conn: c, ctx: ctx, ch: *ch}
+	defer func() { *ch = t.ch }()
+	queue := config.StreamName
+	if config.EstablishTopology {
+		var bindable []string
+		for _, topic := range config.Topics {
+			declared, err := t.tolerate(fmt.Sprintf("declare exchange %q", topic), fmt.Sprintf(", and queue %q is not bound to it with key \"\"; bind it yourself if nothing routes the messages there", queue), func(ch adapter.Channel) error {
+				return ch.ExchangeDeclare(topic, amqp.ExchangeFanout, true, false, false, false, nil)
+			})
+			if err != nil {
+				return err
+			}
+			if declared {
+				bindable = append(bindable, topic)
+			}
+		}
+		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", queue), "", func(ch adapter.Channel) error {
+			_, err := ch.QueueDeclare(queue, true, false, config.ExclusiveStream, false, sourceQueueArguments(config))
+			return err
+		}); err != nil {
+			return err
+		}
+		for _, topic := range bindable {
+			if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", queue, topic), false, func(ch adapter.Channel) error {
+				return ch.QueueBind(queue, "", topic, false, nil)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	if !config.DeadLetters {
+		return nil
+	}
+	exchangeDeclared, err := t.tolerate(fmt.Sprintf("declare exchange %q", deadLetterExchange), ", and nothing is bound to it", func(ch adapter.Channel) error {
+		return ch.ExchangeDeclare(deadLetterExchange, amqp.ExchangeDirect, true, false, false, false, nil)
+	})
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{queue + deadLetterSuffix, queue + parkedSuffix} {
+		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", name), "", func(ch adapter.Channel) error {
+			_, err := ch.QueueDeclare(name, true, false, false, false, nil)
+			return err
+		}); err != nil {
+			return err
+		}
+		if !exchangeDeclared {
+			continue
+		}
+		if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", name, deadLetterExchange), false, func(ch adapter.Channel) error {
+			return ch.QueueBind(name, name, deadLetterExchange, false, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
