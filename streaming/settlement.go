@@ -18,6 +18,9 @@ func settled(connector messaging.Connector, subscription *Subscription, cfg conf
 		deadletter.Options.FullDelivery(subscription.fullDelivery),
 		deadletter.Options.Logger(cfg.logger),
 	}
+	if subscription.refuseRetry != "" {
+		options = append(options, deadletter.Options.RefuseRetry(subscription.refuseRetry))
+	}
 	if !subscription.policy.IsZero() {
 		options = append(options, deadletter.Options.Policy(subscription.policy))
 	}

@@ -1,6 +1,7 @@
 package streaming
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -120,4 +121,20 @@ func acknowledged(s *fakeStream) int {
 		n += len(batch)
 	}
 	return n
+}
+
+func (f *ConsumerFixture) TestARefusedRetryIsParkedByTheRuntime() {
+	f.connector.writable = true
+	retrying := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		for _, d := range messaging.DeliveriesFrom(ctx) {
+			if err := messaging.Retry(ctx, d, errors.New("busy")); err != nil {
+				panic(err)
+			}
+		}
+	})
+	f.stream.push(delivery("1"))
+	f.listenAll(NewSubscription("q", SubscriptionOptions.AddWorkers(retrying), SubscriptionOptions.RefuseRetry("a stream")))
+
+	eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+	f.So(f.connector.publishedTo(), should.Equal, []string{"q.parked 1: this consumer does not retry (a stream): busy"})
 }

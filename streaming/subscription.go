@@ -65,6 +65,7 @@ type Subscription struct {
 	deadLetters       bool
 	fullDelivery      bool
 	policy            retrypolicy.Policy
+	refuseRetry       string
 	reconnectDelay    time.Duration
 	strategy          Strategy
 	shutdownTimeout   time.Duration
@@ -202,6 +203,14 @@ func (subscriptionSingleton) FullDeliveryToHandler(full bool) subscriptionOption
 // them ("the handler failed: ...").
 func (subscriptionSingleton) RetryPolicy(policy retrypolicy.Policy) subscriptionOption {
 	return func(s *Subscription) { s.policy = policy }
+}
+
+// RefuseRetry makes the runtime's settlement park a delivery a handler asks
+// to Retry or hold InProgress, with the reason "this consumer does not retry
+// (<why>)", for a queue whose messages cannot be taken back. Empty (the
+// default) accepts them.
+func (subscriptionSingleton) RefuseRetry(why string) subscriptionOption {
+	return func(s *Subscription) { s.refuseRetry = why }
 }
 
 // ReconnectDelay sets the pause before reopening a stream after it ends

@@ -31,6 +31,11 @@ func New(connector messaging.Connector, inner messaging.Handler, options ...opti
 	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector), held: newHeldMemory()}
 }
 
+// Middleware is New as a messaging.Middleware, for messaging.Chain.
+func Middleware(connector messaging.Connector, options ...Option) messaging.Middleware {
+	return func(inner messaging.Handler) messaging.Handler { return New(connector, inner, options...) }
+}
+
 // Close closes the connection opened to republish, if any; a later
 // republish opens another. It waits for a republish in progress, at most
 // Options.PublishTimeout.

@@ -90,3 +90,10 @@ func (f *HandlerFixture) TestCloseClosesTheRepublishConnection() {
 	f.So(handler.(interface{ Close() error }).Close(), should.BeNil)
 	f.So(f.connector.connections[0].closed, should.BeTrue)
 }
+
+func (f *HandlerFixture) TestTheMiddlewareFormIsNew() {
+	f.inner.action = func(context.Context, []any) { panic(errors.New("poison")) }
+	handler := messaging.Chain(Middleware(f.connector, Options.Monitor(f.monitor)))(f.inner)
+	handler.Handle(context.Background(), delivery("a"))
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler failed: poison"})
+}

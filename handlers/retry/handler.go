@@ -56,6 +56,11 @@ func New(inner messaging.Handler, options ...option) messaging.Handler {
 	return &handler{inner: inner, config: config}
 }
 
+// Middleware is New as a messaging.Middleware, for messaging.Chain.
+func Middleware(options ...Option) messaging.Middleware {
+	return func(inner messaging.Handler) messaging.Handler { return New(inner, options...) }
+}
+
 // Handle runs the batch until it succeeds or retrying gives up.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
 	held := &hold{handler: h, ctx: ctx, count: len(messages)}

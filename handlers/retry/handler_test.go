@@ -324,3 +324,10 @@ func (m *fakeMonitor) HandleAttempted(attempt int, result any) {
 	m.attempts = append(m.attempts, attempt)
 	m.results = append(m.results, result)
 }
+
+func (f *HandlerFixture) TestTheMiddlewareFormIsNew() {
+	f.inner.failures = []any{"first"}
+	handler := messaging.Chain(Middleware(f.options...))(f.inner)
+	handler.Handle(f.ctx, f.messages...)
+	f.So(f.inner.calls, should.Equal, 2)
+}
