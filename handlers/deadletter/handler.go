@@ -56,7 +56,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		// leaves this batch to this one, so nothing is set aside twice.
 		outer.delegate()
 	}
-	c := &call{handler: h, settled: map[deliveryKey]bool{}, decisions: map[deliveryKey]messaging.Decision{}}
+	c := &call{handler: h} // the maps are made on the first settlement: most batches have none
 	ctx = messaging.WithSettler(context.WithValue(ctx, callKey{}, c), c)
 
 	var rest []messaging.Delivery
@@ -296,6 +296,10 @@ func (c *call) isSettled(delivery messaging.Delivery) bool {
 func (c *call) markSettled(delivery messaging.Delivery, action, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.settled == nil {
+		c.settled = map[deliveryKey]bool{}
+		c.decisions = map[deliveryKey]messaging.Decision{}
+	}
 	c.settled[keyOf(delivery)] = true
 	decision := messaging.Decision{Verdict: verdictOf(action)}
 	if reason != "" {
