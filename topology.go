@@ -2,8 +2,13 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// ErrQueueEmpty is what a polling stream's Read returns when its queue holds no
+// ready message (StreamConfig.Poll): read again later.
+var ErrQueueEmpty = errors.New("messaging: the queue holds no ready message")
 
 // ExchangeKind is how an exchange routes: by exact key, by topic pattern, to
 // every bound queue, or by headers.
@@ -60,6 +65,16 @@ type Queue struct {
 type Binding struct {
 	Exchange  string
 	Queue     string
+	Key       string
+	Arguments map[string]any
+}
+
+// StreamBinding binds a stream's queue to an exchange of a kind, declared
+// durable when missing, under a key (a topic pattern on a topic exchange).
+type StreamBinding struct {
+	Exchange string
+	// Kind is the exchange's kind; empty means fanout, as Topics declare.
+	Kind      ExchangeKind
 	Key       string
 	Arguments map[string]any
 }
@@ -175,4 +190,54 @@ func (x Exchange) Validate() error {
 		return fmt.Errorf("an exchange of kind %s has no name; the default exchange cannot be declared", x.Kind)
 	}
 	return nil
+}
+
+// SourceQueue is the queue a stream declares for c with EstablishTopology:
+// durable unless TransientStream, exclusive and auto-delete as asked, of
+// QueueType (quorum with Replication, classic by default), with
+// QueueArguments and, with DeadLetters, x-dead-letter-exchange = acemq.dlx and
+// x-dead-letter-routing-key = {queue}.dlq, as every AceMQ library declares it.
+func (c StreamConfig) SourceQueue() (Queue, error) {
+	q := Queue{
+		Name: c.StreamName, Type: c.QueueType,
+		Durable: !c.TransientStream, Exclusive: c.ExclusiveStream, AutoDelete: c.AutoDeleteStream,
+	}
+	if c.Replication {
+		if q.Type != "" && q.Type != QueueQuorum {
+			return Queue{}, fmt.Errorf("stream %q: Replication asks for a quorum queue but QueueType is %s; state the type once", c.StreamName, q.Type)
+		}
+		q.Type = QueueQuorum
+	}
+	arguments := make(map[string]any, len(c.QueueArguments)+2)
+	for name, value := range c.QueueArguments {
+		arguments[name] = value
+	}
+	if c.DeadLetters {
+		arguments["x-dead-letter-exchange"] = "acemq.dlx"
+		arguments["x-dead-letter-routing-key"] = c.StreamName + ".dlq"
+	}
+	if len(arguments) > 0 {
+		q.Arguments = arguments
+	}
+	if _, err := QueueArguments(q); err != nil {
+		return Queue{}, err
+	}
+	return q, nil
+}
+
+// StreamBindings are the bindings a stream declares with EstablishTopology:
+// a fanout exchange with key "" per Topics entry, then Bindings, each with its
+// Kind (fanout when empty).
+func (c StreamConfig) StreamBindings() []StreamBinding {
+	bindings := make([]StreamBinding, 0, len(c.Topics)+len(c.Bindings))
+	for _, topic := range c.Topics {
+		bindings = append(bindings, StreamBinding{Exchange: topic, Kind: ExchangeFanout})
+	}
+	for _, b := range c.Bindings {
+		if b.Kind == "" {
+			b.Kind = ExchangeFanout
+		}
+		bindings = append(bindings, b)
+	}
+	return bindings
 }

@@ -85,3 +85,25 @@ func (f *TopologyFixture) TestAnExchangeNeedsAKnownKindAndAName() {
 	f.So(Exchange{Name: "x", Kind: "x-delayed-message"}.Validate(), should.NotBeNil)
 	f.So(Exchange{Kind: ExchangeDirect}.Validate(), should.NotBeNil)
 }
+
+func (f *TopologyFixture) TestASourceQueueFollowsTheStreamConfig() {
+	q, err := StreamConfig{StreamName: "orders.new", DeadLetters: true, Replication: true}.SourceQueue()
+	f.So(err, should.BeNil)
+	f.So(q, should.Resemble, Queue{Name: "orders.new", Type: QueueQuorum, Durable: true, Arguments: map[string]any{
+		"x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": "orders.new.dlq",
+	}})
+
+	q, err = StreamConfig{StreamName: "scratch", TransientStream: true, AutoDeleteStream: true, ExclusiveStream: true}.SourceQueue()
+	f.So(err, should.BeNil)
+	f.So(q, should.Resemble, Queue{Name: "scratch", Exclusive: true, AutoDelete: true})
+
+	_, err = StreamConfig{StreamName: "q", Replication: true, QueueType: QueueStream}.SourceQueue()
+	f.So(err, should.NotBeNil)
+}
+
+func (f *TopologyFixture) TestTopicsAreFanoutBindingsBeforeTheBindings() {
+	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
+	f.So(bindings, should.Resemble, []StreamBinding{
+		{Exchange: "a", Kind: ExchangeFanout}, {Exchange: "b", Kind: ExchangeFanout, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"},
+	})
+}

@@ -64,9 +64,11 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	if prefetch < 1 {
 		prefetch = 1
 	}
-	s := &stream{broker: b, reader: r, queue: q, prefetch: prefetch, unacked: map[uint64]*message{}}
-	q.streams++
-	q.consumed = true
+	s := &stream{broker: b, reader: r, queue: q, prefetch: prefetch, poll: config.Poll, unacked: map[uint64]*message{}}
+	if !s.poll { // basic.get is no consumer
+		q.streams++
+		q.consumed = true
+	}
 	r.streams[s] = struct{}{}
 	return s, nil
 }
@@ -94,30 +96,35 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 		return err == nil, err
 	}
 	if config.EstablishTopology {
-		var bindable []string
-		for _, topic := range config.Topics {
-			declared, err := tolerate(fmt.Sprintf("declare exchange %q", topic), fmt.Sprintf(", and queue %q is not bound to it with key \"\"; bind it yourself if nothing routes the messages there", name),
-				b.declareExchangeLocked(topic, KindFanout, true))
+		source, err := config.SourceQueue()
+		if err != nil {
+			return warnings, err
+		}
+		arguments, err := messaging.QueueArguments(source)
+		if err != nil {
+			return warnings, err
+		}
+		var bindable []messaging.StreamBinding
+		for _, binding := range config.StreamBindings() {
+			x := messaging.Exchange{Name: binding.Exchange, Kind: binding.Kind, Durable: true}
+			if err := x.Validate(); err != nil {
+				return warnings, err
+			}
+			declared, err := tolerate(fmt.Sprintf("declare exchange %q", x.Name), fmt.Sprintf(", and queue %q is not bound to it with key %q; bind it yourself if nothing routes the messages there", name, binding.Key),
+				b.declareExchangeLocked(x.Name, string(x.Kind), true))
 			if err != nil {
 				return warnings, err
 			}
 			if declared {
-				bindable = append(bindable, topic)
+				bindable = append(bindable, binding)
 			}
 		}
-		options := QueueOptions{Durable: true, Exclusive: config.ExclusiveStream, Arguments: map[string]any{}}
-		if config.Replication {
-			options.Arguments["x-queue-type"] = "quorum"
-		}
-		if config.DeadLetters {
-			options.Arguments["x-dead-letter-exchange"] = DeadLetterExchange
-			options.Arguments["x-dead-letter-routing-key"] = name + DeadLetterSuffix
-		}
+		options := QueueOptions{Durable: source.Durable, Exclusive: source.Exclusive, AutoDelete: source.AutoDelete, Arguments: arguments}
 		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, options, r.conn)); err != nil {
 			return warnings, err
 		}
-		for _, topic := range bindable {
-			if err := b.bindLocked(name, topic, "", r.conn); err != nil {
+		for _, binding := range bindable {
+			if err := b.bindWithLocked(name, binding.Exchange, binding.Key, binding.Arguments, r.conn); err != nil {
 				return warnings, err
 			}
 		}

@@ -18,6 +18,7 @@ type stream struct {
 	reader   *reader
 	queue    *queue
 	prefetch int
+	poll     bool // basic.get: no prefetch bound, ErrQueueEmpty instead of waiting
 	nextTag  uint64
 	unacked  map[uint64]*message
 	closed   bool
@@ -76,7 +77,7 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 			return err
 		}
 		b.sweepLocked()
-		if len(s.unacked) < s.prefetch {
+		if s.poll || len(s.unacked) < s.prefetch {
 			if m := s.queue.pop(); m != nil {
 				s.nextTag++
 				s.unacked[s.nextTag] = m
@@ -86,6 +87,11 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 				b.unlock()
 				return nil
 			}
+		}
+		if s.poll {
+			name := s.queue.name
+			b.unlock()
+			return fmt.Errorf("memory: stream %q: %w", name, messaging.ErrQueueEmpty)
 		}
 		queueChanged, streamChanged := s.queue.waiter(), s.waiter()
 		expiry := b.nextExpiryLocked()
@@ -185,6 +191,9 @@ func (s *stream) closeLocked(cause error) {
 	}
 	s.unacked = map[uint64]*message{}
 	s.notify()
+	if s.poll {
+		return
+	}
 	q.streams--
 	if q.options.AutoDelete && q.streams == 0 && q.consumed && !q.deleted {
 		b.deleteQueueLocked(q)

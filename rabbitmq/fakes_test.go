@@ -434,11 +434,23 @@ func (ch *fakeChannel) QueueDelete(name string, ifUnused, ifEmpty, noWait bool) 
 	return 0, ch.enter("QueueDelete", name)
 }
 
+// Get takes what Deliver queued, without waiting: none is an empty queue.
 func (ch *fakeChannel) Get(queue string, autoAck bool) (amqp.Delivery, bool, error) {
-	return amqp.Delivery{}, false, ch.enter("Get", queue, autoAck)
+	if err := ch.enter("Get", queue, autoAck); err != nil {
+		return amqp.Delivery{}, false, err
+	}
+	select {
+	case d := <-ch.deliveries:
+		return d, true, nil
+	default:
+		return amqp.Delivery{}, false, nil
+	}
 }
 
 func (ch *fakeChannel) QueueBind(name, key, exchange string, noWait bool, args amqp.Table) error {
+	if args != nil {
+		return ch.enter("QueueBind", name, key, exchange, args)
+	}
 	return ch.enter("QueueBind", name, key, exchange)
 }
 
@@ -447,7 +459,7 @@ func (ch *fakeChannel) Qos(prefetchCount, prefetchSize int, global bool) error {
 }
 
 func (ch *fakeChannel) Consume(queue, consumer string, autoAck, exclusive, noLocal, noWait bool, args amqp.Table) (<-chan amqp.Delivery, error) {
-	if err := ch.enter("Consume", queue, consumer, autoAck); err != nil {
+	if err := ch.enter("Consume", queue, consumer, autoAck, args); err != nil {
 		return nil, err
 	}
 	return ch.deliveries, nil

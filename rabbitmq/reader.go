@@ -110,34 +110,45 @@ func (r *reader) start(ctx context.Context, channel *adapter.Channel, config mes
 		return nil
 	}
 
+	s := &stream{
+		conn:        r.conn,
+		ch:          ch,
+		queue:       queue,
+		closes:      closes,
+		poll:        config.Poll,
+		turn:        make(chan struct{}, 1),
+		outstanding: map[uint64]struct{}{},
+	}
+	if config.Poll {
+		return s, nil // basic.get needs neither prefetch nor a consumer
+	}
 	prefetch := max(int(config.BufferCapacity), 1)
 	if err := step(fmt.Sprintf("set prefetch %d", prefetch), func() error {
 		return ch.Qos(prefetch, 0, false)
 	}); err != nil {
 		return nil, err
 	}
-	name := config.ConsumerName
-	if name == "" {
-		name = queue
-	}
-	tag := name + "-" + messaging.NewID()[:8]
-	var deliveries <-chan amqp.Delivery
+	s.tag = consumerTag(config)
 	if err := step(fmt.Sprintf("consume queue %q", queue), func() (err error) {
-		deliveries, err = ch.Consume(queue, tag, false, false, false, false, nil)
+		s.deliveries, err = ch.Consume(queue, s.tag, false, false, false, false, table(config.ConsumerArguments))
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	return &stream{
-		conn:        r.conn,
-		ch:          ch,
-		queue:       queue,
-		tag:         tag,
-		deliveries:  deliveries,
-		closes:      closes,
-		turn:        make(chan struct{}, 1),
-		outstanding: map[uint64]struct{}{},
-	}, nil
+	return s, nil
+}
+
+// consumerTag is ConsumerName (the queue's name when empty) with a unique
+// suffix, or as it is with ExactConsumerTag.
+func consumerTag(config messaging.StreamConfig) string {
+	name := config.ConsumerName
+	if name == "" {
+		name = config.StreamName
+	}
+	if config.ExactConsumerTag {
+		return name
+	}
+	return name + "-" + messaging.NewID()[:8]
 }
 
 // Close closes every stream the reader opened and its unused channel.

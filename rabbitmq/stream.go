@@ -26,6 +26,7 @@ type stream struct {
 	deliveries <-chan amqp.Delivery
 	closes     <-chan *amqp.Error
 	forget     func(*stream)
+	poll       bool // read with basic.get; no consumer, no deliveries channel
 
 	// turn is a mutex that a waiting Read can give up when its ctx ends: the
 	// Read holding it receives a delivery and registers its tag as one step. It
@@ -52,6 +53,9 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.turn }()
+	if s.poll {
+		return s.get(ctx, delivery)
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -65,6 +69,41 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 		decodeDelivery(raw, s.queue, delivery)
 		return nil
 	}
+}
+
+// get reads one message with basic.get, bounded by the broker timeout; an
+// empty queue is messaging.ErrQueueEmpty at once.
+func (s *stream) get(ctx context.Context, delivery *messaging.Delivery) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return s.endedError()
+	}
+	var (
+		raw amqp.Delivery
+		ok  bool
+	)
+	err := s.conn.call(fmt.Sprintf("get from queue %q", s.queue), ErrConnectTimeout, func() (err error) {
+		raw, ok, err = s.ch.Get(s.queue, false)
+		return err
+	})
+	switch {
+	case errors.Is(err, amqp.ErrClosed):
+		return s.endedError()
+	case err != nil:
+		return fmt.Errorf("read from stream %q: %w", s.queue, err)
+	case !ok:
+		return fmt.Errorf("stream %q: %w", s.queue, messaging.ErrQueueEmpty)
+	}
+	s.mu.Lock()
+	s.outstanding[raw.DeliveryTag] = struct{}{}
+	s.mu.Unlock()
+	decodeDelivery(raw, s.queue, delivery)
+	return nil
 }
 
 func (s *stream) endedError() error {
@@ -167,7 +206,10 @@ func (s *stream) Close() error {
 		s.forget(s)
 	}
 
-	err := s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
+	var err error
+	if !s.poll {
+		err = s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
+	}
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}

@@ -381,3 +381,50 @@ func (f *StreamFixture) TestConcurrentReadersTakeDistinctDeliveriesThatCanAllBeA
 	f.So(s.Acknowledge(context.Background(), all...), should.BeNil)
 	f.So(f.acks(), should.Resemble, []fakeAck{{tag: n, multiple: true}})
 }
+
+func (f *StreamFixture) TestBindingsQueueTypeArgumentsAndLifetimeAreDeclaredAsConfigured() {
+	f.stream(messaging.StreamConfig{
+		StreamName: "replay", EstablishTopology: true, QueueType: messaging.QueueStream,
+		QueueArguments: map[string]any{"x-max-length-bytes": 1 << 20},
+		Bindings: []messaging.StreamBinding{
+			{Exchange: "orders", Kind: messaging.ExchangeTopic, Key: "order.*"},
+			{Exchange: "audit", Kind: messaging.ExchangeHeaders, Arguments: map[string]any{"x-match": "any", "kind": "refund"}},
+		},
+	})
+
+	calls := f.channel.Calls()
+	f.So(calls[0], should.Resemble, fakeCall{"ExchangeDeclare", []any{"orders", "topic", true, false, false, amqp.Table(nil)}})
+	f.So(calls[1], should.Resemble, fakeCall{"ExchangeDeclare", []any{"audit", "headers", true, false, false, amqp.Table(nil)}})
+	f.So(calls[2], should.Resemble, fakeCall{"QueueDeclare", []any{"replay", true, false, false, amqp.Table{"x-queue-type": "stream", "x-max-length-bytes": 1 << 20}}})
+	f.So(calls[3], should.Resemble, fakeCall{"QueueBind", []any{"replay", "order.*", "orders"}})
+	f.So(calls[4], should.Resemble, fakeCall{"QueueBind", []any{"replay", "", "audit", amqp.Table{"x-match": "any", "kind": "refund"}}})
+}
+
+func (f *StreamFixture) TestAnAutoDeleteTransientQueueAndATypeStatedTwice() {
+	f.stream(messaging.StreamConfig{StreamName: "scratch", EstablishTopology: true, AutoDeleteStream: true, TransientStream: true})
+	f.So(f.channel.Calls()[0], should.Resemble, fakeCall{"QueueDeclare", []any{"scratch", false, true, false, amqp.Table(nil)}})
+
+	_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "q", EstablishTopology: true, Replication: true, QueueType: messaging.QueueStream})
+	f.So(err, should.NotBeNil)
+}
+
+func (f *StreamFixture) TestAnExactConsumerTagAndConsumerArgumentsReachTheConsume() {
+	f.stream(messaging.StreamConfig{StreamName: "replay", ConsumerName: "replayer", ExactConsumerTag: true,
+		ConsumerArguments: map[string]any{"x-stream-offset": "first"}})
+
+	f.So(f.channel.Calls()[1], should.Resemble, fakeCall{"Consume", []any{"replay", "replayer", false, amqp.Table{"x-stream-offset": "first"}}})
+}
+
+func (f *StreamFixture) TestAPollingStreamGetsOneMessagePerReadAndSaysWhenTheQueueIsEmpty() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders", Poll: true})
+	f.channel.Deliver(amqp.Delivery{DeliveryTag: 1, Body: []byte("one")})
+
+	var d messaging.Delivery
+	f.So(s.Read(context.Background(), &d), should.BeNil)
+	f.So(string(d.Payload), should.Equal, "one")
+	f.So(s.Read(context.Background(), &d), should.Wrap, messaging.ErrQueueEmpty)
+	f.So(s.Acknowledge(context.Background(), messaging.Delivery{DeliveryID: 1}), should.BeNil)
+	f.So(s.Close(), should.BeNil)
+
+	f.So(f.methods(), should.Resemble, []string{"Get", "Get", "Ack", "Close"}) // no Qos, Consume or Cancel
+}

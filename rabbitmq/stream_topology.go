@@ -11,32 +11,6 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
-// Arguments of the source queue when dead letters are on: the AceMQ contract,
-// declared alike by every AceMQ library.
-const (
-	deadLetterExchangeArgument   = "x-dead-letter-exchange"
-	deadLetterRoutingKeyArgument = "x-dead-letter-routing-key"
-)
-
-// sourceQueueArguments are the arguments the stream's own queue is declared
-// with: x-queue-type quorum with Replication (classic, no argument, by
-// default), and with DeadLetters the dead-letter exchange acemq.dlx and the
-// routing key {queue}.dlq.
-func sourceQueueArguments(config messaging.StreamConfig) amqp.Table {
-	args := amqp.Table{}
-	if config.Replication {
-		args[amqp.QueueTypeArg] = amqp.QueueTypeQuorum
-	}
-	if config.DeadLetters {
-		args[deadLetterExchangeArgument] = deadLetterExchange
-		args[deadLetterRoutingKeyArgument] = config.StreamName + deadLetterSuffix
-	}
-	if len(args) == 0 {
-		return nil
-	}
-	return args
-}
-
 // topologyDeclarer declares a stream's topology on the stream's channel. A
 // declaration the broker refuses because what exists differs (406) is not an
 // error: what exists is used as it is, one WARN names the difference in the
@@ -97,14 +71,15 @@ func (t *topologyDeclarer) tolerate(what, consequence string, f func(adapter.Cha
 }
 
 // declareStreamTopology declares what config asks for: with EstablishTopology
-// a durable fanout exchange per topic, the source queue (arguments from
-// sourceQueueArguments, exclusive with ExclusiveStream) and its bindings with
-// key ""; with DeadLetters the acemq.dlx direct exchange and the classic
+// the exchange of every binding (config.StreamBindings: a durable fanout per
+// topic, then Bindings of their kinds), the source queue (config.SourceQueue:
+// type, lifetime, arguments, the AceMQ dead-letter arguments) and the
+// bindings; with DeadLetters the acemq.dlx direct exchange and the classic
 // durable {queue}.dlq and {queue}.parked bound to it on their own names.
 // Nothing that exists is changed: a queue or exchange another library
 // declared differently is used as it is, and a queue is not bound to an
-// exchange whose declaration was refused (the key "" would mean something
-// else on it).
+// exchange whose declaration was refused (the key would mean something else
+// on it).
 //
 // It starts on *ch and leaves in *ch the channel to go on with (nil when a
 // refusal closed the last one): the caller closes it, on error too.
@@ -113,27 +88,39 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 	defer func() { *ch = t.ch }()
 	queue := config.StreamName
 	if config.EstablishTopology {
-		var bindable []string
-		for _, topic := range config.Topics {
-			declared, err := t.tolerate(fmt.Sprintf("declare exchange %q", topic), fmt.Sprintf(", and queue %q is not bound to it with key \"\"; bind it yourself if nothing routes the messages there", queue), func(ch adapter.Channel) error {
-				return ch.ExchangeDeclare(topic, amqp.ExchangeFanout, true, false, false, false, nil)
+		source, err := config.SourceQueue()
+		if err != nil {
+			return err
+		}
+		arguments, err := messaging.QueueArguments(source)
+		if err != nil {
+			return err
+		}
+		var bindable []messaging.StreamBinding
+		for _, binding := range config.StreamBindings() {
+			x := messaging.Exchange{Name: binding.Exchange, Kind: binding.Kind, Durable: true}
+			if err := x.Validate(); err != nil {
+				return fmt.Errorf("bind stream %q: %w", queue, err)
+			}
+			declared, err := t.tolerate(fmt.Sprintf("declare exchange %q", x.Name), fmt.Sprintf(", and queue %q is not bound to it with key %q; bind it yourself if nothing routes the messages there", queue, binding.Key), func(ch adapter.Channel) error {
+				return ch.ExchangeDeclare(x.Name, string(x.Kind), true, false, false, false, nil)
 			})
 			if err != nil {
 				return err
 			}
 			if declared {
-				bindable = append(bindable, topic)
+				bindable = append(bindable, binding)
 			}
 		}
 		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", queue), "", func(ch adapter.Channel) error {
-			_, err := ch.QueueDeclare(queue, true, false, config.ExclusiveStream, false, sourceQueueArguments(config))
+			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(arguments))
 			return err
 		}); err != nil {
 			return err
 		}
-		for _, topic := range bindable {
-			if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", queue, topic), false, func(ch adapter.Channel) error {
-				return ch.QueueBind(queue, "", topic, false, nil)
+		for _, binding := range bindable {
+			if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q with key %q", queue, binding.Exchange, binding.Key), false, func(ch adapter.Channel) error {
+				return ch.QueueBind(queue, binding.Key, binding.Exchange, false, table(binding.Arguments))
 			}); err != nil {
 				return err
 			}

@@ -55,7 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"ExclusiveQueueIsLockedToItsConnection", exclusiveQueue},
 		{"ClosedStreamsAndWritersFailClosed", closedFailClosed},
 		{"AcknowledgingAnUnknownDeliveryAcknowledgesNone", unknownAcknowledgement},
-	}, topologyBehaviours...) {
+	}, append(topologyBehaviours, streamConfigBehaviours...)...) {
 		t.Run(behaviour.name, func(t *testing.T) {
 			target := open(t)
 			t.Cleanup(func() { _ = target.Connector.Close() })
