@@ -113,6 +113,9 @@ type Declarer interface {
 	// InspectQueue reports a queue's ready messages and consumers without
 	// declaring it; a queue that does not exist matches ErrNotFound.
 	InspectQueue(ctx context.Context, name string) (QueueState, error)
+	// InspectExchange checks that an exchange exists without declaring it; one
+	// that does not matches ErrNotFound. (AMQP cannot report its kind.)
+	InspectExchange(ctx context.Context, name string) error
 }
 
 // Wrapper is the convention by which a decorator that embeds a Connection

@@ -93,6 +93,17 @@ func (c *connection) InspectQueue(ctx context.Context, name string) (messaging.Q
 	return state, err
 }
 
+// InspectExchange checks that an exchange exists: NOT_FOUND when it does not.
+// The default exchange always exists.
+func (c *connection) InspectExchange(ctx context.Context, name string) error {
+	return c.locked(ctx, fmt.Sprintf("inspect exchange %q", name), func(b *Broker) error {
+		if _, ok := b.exchanges[name]; !ok && name != "" {
+			return notFound("no exchange '%s' in vhost '/'", name)
+		}
+		return nil
+	})
+}
+
 func (c *connection) exclusiveCheckLocked(q *queue) error {
 	if q.options.Exclusive && q.owner != nil && q.owner != c {
 		return resourceLocked("cannot obtain exclusive access to locked queue '%s' in vhost '/'. It could be originally declared on another connection or the exclusive property value does not match that of the original declaration.", q.name)

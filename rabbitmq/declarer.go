@@ -84,6 +84,14 @@ func (c *connection) InspectQueue(ctx context.Context, name string) (messaging.Q
 	return state, nil
 }
 
+// InspectExchange declares the exchange passively: nil when it exists, the
+// broker's 404 (messaging.ErrNotFound) when it does not.
+func (c *connection) InspectExchange(ctx context.Context, name string) error {
+	return c.onChannel(ctx, fmt.Sprintf("inspect exchange %q", name), func(ch adapter.Channel) error {
+		return ch.ExchangeDeclarePassive(name, amqp.ExchangeDirect, false, false, false, false, nil)
+	})
+}
+
 // onChannel runs f on a channel of its own, bounded by the broker timeout
 // (past it the connection is severed and the error wraps ErrConnectTimeout),
 // and closes the channel on every path. A refusal closes only that channel and

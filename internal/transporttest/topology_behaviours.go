@@ -163,8 +163,14 @@ func bindMissing(h *harness) {
 	if err := d.Bind(h.context(), messaging.Binding{Exchange: exchange, Queue: queue, Key: "k"}); !errors.Is(err, messaging.ErrNotFound) {
 		h.t.Fatalf("bind to a missing exchange: %v; want messaging.ErrNotFound", err)
 	}
+	if err := d.InspectExchange(h.context(), exchange); !errors.Is(err, messaging.ErrNotFound) {
+		h.t.Fatalf("inspect a missing exchange: %v; want messaging.ErrNotFound", err)
+	}
 	if err := d.DeclareExchange(h.context(), messaging.Exchange{Name: exchange, Kind: messaging.ExchangeDirect, Durable: true}); err != nil {
 		h.t.Fatalf("declare exchange: %v", err)
+	}
+	if err := d.InspectExchange(h.context(), exchange); err != nil {
+		h.t.Fatalf("inspect a declared exchange: %v", err)
 	}
 	missing := h.queue()
 	if err := d.Bind(h.context(), messaging.Binding{Exchange: exchange, Queue: missing, Key: "k"}); !errors.Is(err, messaging.ErrNotFound) {

@@ -1,0 +1,246 @@
+// Package topology is a declared plan of exchanges, queues and bindings: built
+// from the streams a service consumes (or by hand, by the scheduler and the
+// pipelines), validated before a broker is asked, applied through a
+// messaging.Declarer, printed for a reader, and checked against a live broker
+// (what is missing, what differs, in the broker's own words).
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/warrenmq/messaging"
+)
+
+// Names of the settlement topology every AceMQ library declares.
+const (
+	DeadLetterExchange = "acemq.dlx"
+	DeadLetterSuffix   = ".dlq"
+	ParkedSuffix       = ".parked"
+)
+
+// Plan is topology to declare: exchanges, then queues, then bindings.
+type Plan struct {
+	Exchanges []messaging.Exchange
+	Queues    []messaging.Queue
+	Bindings  []messaging.Binding
+}
+
+// ForStream is the plan a stream of config declares, as the transports
+// declare it (see doc/topology.md): with EstablishTopology the exchange of
+// every binding, the source queue and the bindings; with DeadLetters
+// acemq.dlx and the classic durable {queue}.dlq and {queue}.parked.
+func ForStream(config messaging.StreamConfig) (Plan, error) {
+	var p Plan
+	if config.StreamName == "" {
+		return Plan{}, errors.New("topology: the stream config names no queue; set StreamName")
+	}
+	if config.EstablishTopology {
+		source, err := config.SourceQueue()
+		if err != nil {
+			return Plan{}, fmt.Errorf("topology: %w", err)
+		}
+		p.Queues = append(p.Queues, source)
+		for _, b := range config.StreamBindings() {
+			p.Exchanges = append(p.Exchanges, messaging.Exchange{Name: b.Exchange, Kind: b.Kind, Durable: true})
+			p.Bindings = append(p.Bindings, messaging.Binding{Exchange: b.Exchange, Queue: config.StreamName, Key: b.Key, Arguments: b.Arguments})
+		}
+	}
+	if config.DeadLetters {
+		p.Exchanges = append(p.Exchanges, messaging.Exchange{Name: DeadLetterExchange, Kind: messaging.ExchangeDirect, Durable: true})
+		for _, name := range []string{config.StreamName + DeadLetterSuffix, config.StreamName + ParkedSuffix} {
+			p.Queues = append(p.Queues, messaging.Queue{Name: name, Durable: true})
+			p.Bindings = append(p.Bindings, messaging.Binding{Exchange: DeadLetterExchange, Queue: name, Key: name})
+		}
+	}
+	return p, nil
+}
+
+// Merge returns p with the declarations of others added. An exchange or queue
+// declared alike twice appears once; declared differently, Validate refuses it.
+func (p Plan) Merge(others ...Plan) Plan {
+	merged := Plan{
+		Exchanges: slices.Clone(p.Exchanges),
+		Queues:    slices.Clone(p.Queues),
+		Bindings:  slices.Clone(p.Bindings),
+	}
+	for _, o := range others {
+		for _, x := range o.Exchanges {
+			if !slices.ContainsFunc(merged.Exchanges, func(y messaging.Exchange) bool { return sameExchange(x, y) }) {
+				merged.Exchanges = append(merged.Exchanges, x)
+			}
+		}
+		for _, q := range o.Queues {
+			if !slices.ContainsFunc(merged.Queues, func(y messaging.Queue) bool { return sameQueue(q, y) }) {
+				merged.Queues = append(merged.Queues, q)
+			}
+		}
+		for _, b := range o.Bindings {
+			if !slices.ContainsFunc(merged.Bindings, func(y messaging.Binding) bool { return sameBinding(b, y) }) {
+				merged.Bindings = append(merged.Bindings, b)
+			}
+		}
+	}
+	return merged
+}
+
+func sameExchange(a, b messaging.Exchange) bool {
+	return a.Name == b.Name && a.Kind == b.Kind && a.Durable == b.Durable && a.AutoDelete == b.AutoDelete && maps.EqualFunc(a.Arguments, b.Arguments, equalValue)
+}
+
+func sameQueue(a, b messaging.Queue) bool {
+	return a.Name == b.Name && a.Type == b.Type && a.Durable == b.Durable && a.Exclusive == b.Exclusive && a.AutoDelete == b.AutoDelete && maps.EqualFunc(a.Arguments, b.Arguments, equalValue)
+}
+
+func sameBinding(a, b messaging.Binding) bool {
+	return a.Exchange == b.Exchange && a.Queue == b.Queue && a.Key == b.Key && maps.EqualFunc(a.Arguments, b.Arguments, equalValue)
+}
+
+func equalValue(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// Validate reports every mistake in p that a broker would refuse or that would
+// silently route nothing: an exchange without a known kind, a duplicate
+// exchange or queue declared differently, a queue type stated twice, a binding
+// to the default exchange, or to an exchange or queue the plan does not declare.
+func (p Plan) Validate() error {
+	var errs []error
+	exchanges := map[string]messaging.Exchange{}
+	for _, x := range p.Exchanges {
+		if err := x.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen, ok := exchanges[x.Name]; ok && !sameExchange(seen, x) {
+			errs = append(errs, fmt.Errorf("exchange %q is declared twice, differently", x.Name))
+		}
+		exchanges[x.Name] = x
+	}
+	queues := map[string]messaging.Queue{}
+	for _, q := range p.Queues {
+		if q.Name == "" {
+			errs = append(errs, errors.New("a queue has no name"))
+			continue
+		}
+		if _, err := messaging.QueueArguments(q); err != nil {
+			errs = append(errs, err)
+		}
+		if seen, ok := queues[q.Name]; ok && !sameQueue(seen, q) {
+			errs = append(errs, fmt.Errorf("queue %q is declared twice, differently", q.Name))
+		}
+		queues[q.Name] = q
+	}
+	for _, b := range p.Bindings {
+		switch {
+		case b.Exchange == "":
+			errs = append(errs, fmt.Errorf("binding %s: the default exchange cannot be bound to", describeBinding(b)))
+		case !hasKey(exchanges, b.Exchange):
+			errs = append(errs, fmt.Errorf("binding %s names exchange %q, which this plan does not declare", describeBinding(b), b.Exchange))
+		}
+		if !hasKey(queues, b.Queue) {
+			errs = append(errs, fmt.Errorf("binding %s names queue %q, which this plan does not declare", describeBinding(b), b.Queue))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("topology: the plan is invalid: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func hasKey[V any](m map[string]V, key string) bool {
+	_, ok := m[key]
+	return ok
+}
+
+// Apply validates p and declares it through d: exchanges, then queues, then
+// bindings. It stops at the first refusal, which names what was refused.
+func (p Plan) Apply(ctx context.Context, d messaging.Declarer) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	for _, x := range p.Exchanges {
+		if err := d.DeclareExchange(ctx, x); err != nil {
+			return fmt.Errorf("topology: %s: %w", describeExchange(x), err)
+		}
+	}
+	for _, q := range p.Queues {
+		if err := d.DeclareQueue(ctx, q); err != nil {
+			return fmt.Errorf("topology: %s: %w", describeQueue(q), err)
+		}
+	}
+	for _, b := range p.Bindings {
+		if err := d.Bind(ctx, b); err != nil {
+			return fmt.Errorf("topology: bind %s: %w", describeBinding(b), err)
+		}
+	}
+	return nil
+}
+
+// String is the plan in words, one line per declaration:
+//
+//	declare exchange orders (topic, durable)
+//	declare queue orders.new (quorum, durable, x-dead-letter-exchange=acemq.dlx, ...)
+//	bind orders -> orders.new (order.*)
+func (p Plan) String() string {
+	var b strings.Builder
+	for _, x := range p.Exchanges {
+		fmt.Fprintln(&b, describeExchange(x))
+	}
+	for _, q := range p.Queues {
+		fmt.Fprintln(&b, describeQueue(q))
+	}
+	for _, binding := range p.Bindings {
+		fmt.Fprintln(&b, "bind "+describeBinding(binding))
+	}
+	return b.String()
+}
+
+func describeExchange(x messaging.Exchange) string {
+	words := []string{string(x.Kind)}
+	words = append(words, lifetime(x.Durable, false, x.AutoDelete)...)
+	return fmt.Sprintf("declare exchange %s (%s)", x.Name, strings.Join(append(words, arguments(x.Arguments)...), ", "))
+}
+
+func describeQueue(q messaging.Queue) string {
+	kind := q.Type
+	if kind == "" {
+		kind = messaging.QueueClassic
+		if t, ok := q.Arguments[messaging.QueueTypeArgument].(string); ok {
+			kind = messaging.QueueType(t)
+		}
+	}
+	words := append([]string{string(kind)}, lifetime(q.Durable, q.Exclusive, q.AutoDelete)...)
+	rest := maps.Clone(q.Arguments)
+	delete(rest, messaging.QueueTypeArgument)
+	return fmt.Sprintf("declare queue %s (%s)", q.Name, strings.Join(append(words, arguments(rest)...), ", "))
+}
+
+func describeBinding(b messaging.Binding) string {
+	words := append([]string{b.Key}, arguments(b.Arguments)...)
+	return fmt.Sprintf("%s -> %s (%s)", b.Exchange, b.Queue, strings.Join(words, ", "))
+}
+
+func lifetime(durable, exclusive, autoDelete bool) []string {
+	words := []string{"transient"}
+	if durable {
+		words[0] = "durable"
+	}
+	if exclusive {
+		words = append(words, "exclusive")
+	}
+	if autoDelete {
+		words = append(words, "auto-delete")
+	}
+	return words
+}
+
+func arguments(args map[string]any) []string {
+	words := make([]string, 0, len(args))
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		words = append(words, fmt.Sprintf("%s=%v", name, args[name]))
+	}
+	return words
+}
