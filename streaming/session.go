@@ -278,15 +278,20 @@ func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
 func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) bool {
 	queue := s.subscription.queue
 	messages := make([]any, 0, len(batch))
+	deliveries := make([]messaging.Delivery, 0, len(batch))
 	for _, delivery := range batch {
 		if delivery.Undecodable != nil && errors.Is(delivery.Undecodable, messaging.ErrFiltered) {
 			continue
 		}
-		messages = append(messages, *delivery) // the settlement hands on Message unless FullDeliveryToHandler
+		// The decoded values, their envelopes beside them in the context; the
+		// settlement hands on Delivery values with FullDeliveryToHandler.
+		messages = append(messages, delivery.Message)
+		deliveries = append(deliveries, *delivery)
 	}
 	if len(messages) == 0 {
 		return true
 	}
+	ctx = messaging.WithDeliveries(ctx, deliveries)
 	started := s.clock.Now()
 	value, stack, panicked := s.handle(ctx, handler, messages)
 	s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))

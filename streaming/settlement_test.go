@@ -61,8 +61,8 @@ func (f *ConsumerFixture) TestWithoutASettlementDecoratorTheRuntimeParksAndDeadL
 
 	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
 	f.So(f.connector.publishedTo(), should.Equal, []string{
-		"q.parked 7: could not be decoded: not JSON",
 		"q.dlq 4: exhausted 3 attempts: boom",
+		"q.parked 7: could not be decoded: not JSON",
 	})
 	counts := successes(f.handler)
 	for _, id := range []string{"0", "1", "2", "3", "5", "6", "8", "9"} {
@@ -96,8 +96,8 @@ func (f *ConsumerFixture) TestASettlementDecoratorOfTheUsersOwnSetsAsideOnce() {
 
 	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
 	f.So(f.connector.publishedTo(), should.Equal, []string{
-		"q.parked 7: could not be decoded: not JSON",
 		"q.dlq 4: exhausted 2 attempts: boom", // the user's decorator's reason, once
+		"q.parked 7: could not be decoded: not JSON",
 	})
 	counts := successes(f.handler)
 	f.So(counts["0"], should.Equal, 1)

@@ -50,20 +50,29 @@ func (h *handler) Close() error {
 // panics (so the batch is not acknowledged) when a republish fails, and
 // re-raises a failure that happened while ctx was cancelled.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
-	deliveries := deliveriesOf(ctx, messages)
-	if outer, _ := ctx.Value(callKey{}).(*call); outer != nil {
+	deliveries, envelopesInContext := deliveriesOf(ctx, messages)
+	if outer, _ := messaging.SettlerFrom(ctx).(*call); outer != nil {
 		// An outer settlement decorator (the streaming runtime's default)
 		// leaves this batch to this one, so nothing is set aside twice.
 		outer.delegate()
 	}
 	c := &call{handler: h} // the maps are made on the first settlement: most batches have none
-	ctx = messaging.WithSettler(context.WithValue(ctx, callKey{}, c), c)
+	ctx = messaging.WithSettler(ctx, c)
 
-	var rest []messaging.Delivery
-	for _, delivery := range deliveries {
+	rest := deliveries // the batch as it came, unless something did not decode
+	whole := true
+	for i, delivery := range deliveries {
+		if delivery.Undecodable == nil {
+			if !whole {
+				rest = append(rest, delivery)
+			}
+			continue
+		}
+		if whole {
+			whole = false
+			rest = append([]messaging.Delivery(nil), deliveries[:i]...)
+		}
 		switch {
-		case delivery.Undecodable == nil:
-			rest = append(rest, delivery)
 		case errors.Is(delivery.Undecodable, messaging.ErrFiltered):
 			// acknowledged without handling
 		case messaging.IsRetryable(delivery.Undecodable):
@@ -83,7 +92,13 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		return
 	}
 
-	value, panicked := c.run(ctx, rest)
+	var value any
+	var panicked bool
+	if whole && envelopesInContext && !h.config.fullDelivery {
+		value, panicked = c.runAsGiven(ctx, messages) // no copy: the common case
+	} else {
+		value, panicked = c.run(ctx, rest)
+	}
 	c.mustNotHaveFailed()
 	if c.delegated() {
 		if panicked {
@@ -223,8 +238,21 @@ func (c *call) hold(deliveries []messaging.Delivery, cause error) {
 // in the context beside the decoded values (messaging.DeliveriesFrom: the
 // streaming runtime's settlement sets them). Anything else is a wiring
 // mistake.
-func deliveriesOf(ctx context.Context, messages []any) []messaging.Delivery {
-	deliveries := make([]messaging.Delivery, 0, len(messages))
+func deliveriesOf(ctx context.Context, messages []any) (deliveries []messaging.Delivery, fromContext bool) {
+	if len(messages) > 0 {
+		switch messages[0].(type) {
+		case messaging.Delivery, *messaging.Delivery:
+		default:
+			// Decoded values: the envelopes travel in the context (shared,
+			// read only).
+			if envelopes := messaging.DeliveriesFrom(ctx); len(envelopes) == len(messages) {
+				return envelopes, true
+			}
+			panic(fmt.Sprintf("deadletter: the handler received a %T, not a messaging.Delivery, and the context carries no envelopes for it; "+
+				"run it under the streaming runtime, or pass messaging.Delivery values", messages[0]))
+		}
+	}
+	deliveries = make([]messaging.Delivery, 0, len(messages))
 	for _, message := range messages {
 		switch delivery := message.(type) {
 		case messaging.Delivery:
@@ -232,17 +260,11 @@ func deliveriesOf(ctx context.Context, messages []any) []messaging.Delivery {
 		case *messaging.Delivery:
 			deliveries = append(deliveries, *delivery)
 		default:
-			if envelopes := messaging.DeliveriesFrom(ctx); len(envelopes) == len(messages) {
-				return append([]messaging.Delivery(nil), envelopes...)
-			}
-			panic(fmt.Sprintf("deadletter: the handler received a %T, not a messaging.Delivery, and the context carries no envelopes for it; "+
-				"run it under the streaming runtime, or pass messaging.Delivery values", message))
+			panic(fmt.Sprintf("deadletter: the handler received a %T among messaging.Delivery values; pass one kind", message))
 		}
 	}
-	return deliveries
+	return deliveries, false
 }
-
-type callKey struct{}
 
 type deliveryKey struct {
 	id        uint64
@@ -280,7 +302,7 @@ func (c *call) delegated() bool {
 }
 
 func callFrom(ctx context.Context) (*call, error) {
-	c, _ := ctx.Value(callKey{}).(*call)
+	c, _ := messaging.SettlerFrom(ctx).(*call)
 	if c == nil {
 		return nil, errors.New("deadletter: no settlement decorator in this context; wrap the subscription's handler with deadletter.New and pass the context Handle received")
 	}
@@ -338,6 +360,22 @@ func (c *call) run(ctx context.Context, deliveries []messaging.Delivery) (value 
 		}
 	}
 	ctx = messaging.WithDeliveries(ctx, deliveries)
+	returned := false
+	defer func() {
+		if !returned {
+			value = recover()
+			panicked = true
+		}
+	}()
+	c.inner.Handle(ctx, messages...)
+	returned = true
+	return nil, false
+}
+
+// runAsGiven hands the inner handler the batch exactly as this decorator
+// received it (decoded values, their envelopes already in ctx) and recovers a
+// panic.
+func (c *call) runAsGiven(ctx context.Context, messages []any) (value any, panicked bool) {
 	returned := false
 	defer func() {
 		if !returned {
