@@ -359,17 +359,7 @@ func (c *call) run(ctx context.Context, deliveries []messaging.Delivery) (value 
 			messages = append(messages, delivery.Message)
 		}
 	}
-	ctx = messaging.WithDeliveries(ctx, deliveries)
-	returned := false
-	defer func() {
-		if !returned {
-			value = recover()
-			panicked = true
-		}
-	}()
-	c.inner.Handle(ctx, messages...)
-	returned = true
-	return nil, false
+	return c.runAsGiven(messaging.WithDeliveries(ctx, deliveries), messages)
 }
 
 // runAsGiven hands the inner handler the batch exactly as this decorator
