@@ -219,7 +219,11 @@ func describeQueue(q messaging.Queue) string {
 }
 
 func describeBinding(b messaging.Binding) string {
-	words := append([]string{b.Key}, arguments(b.Arguments)...)
+	key := b.Key
+	if key == "" {
+		key = `""`
+	}
+	words := append([]string{key}, arguments(b.Arguments)...)
 	return fmt.Sprintf("%s -> %s (%s)", b.Exchange, b.Queue, strings.Join(words, ", "))
 }
 

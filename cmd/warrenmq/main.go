@@ -1,12 +1,15 @@
 // Command warrenmq is the operator's tool for a service built on this library:
 // it lists what the outbox still owes the broker (oldest rows first, with their
 // failed attempts and last error), reads and releases the retired rows, and
-// runs the broker health probe once.
+// runs the broker health probe once; it prints the topology a subscription
+// set declares and checks it against a live broker.
 //
 //	warrenmq outbox pending  [-limit 20] [-driver mysql] [-dsn DSN] [-table Messages]
 //	warrenmq outbox retired  [-limit 50] ...
 //	warrenmq outbox release  ID [ID ...] ...
 //	warrenmq status          [-amqp URL] [-timeout 10s]
+//	warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
+//	warrenmq topology check  [-amqp URL] [plan flags] QUEUE[=...] ...
 //
 // Nothing it prints carries a password: every line, on stdout and stderr,
 // errors included, passes through internal/redact with every address the
@@ -61,7 +64,9 @@ const usage = `usage:
   warrenmq outbox pending  [-limit 20] [-driver mysql|pgx|sqlite] [-dsn DSN] [-table Messages]
   warrenmq outbox retired  [-limit 50] [outbox flags]
   warrenmq outbox release  [outbox flags] ID [ID ...]
-  warrenmq status          [-amqp URL] [-timeout 10s]`
+  warrenmq status          [-amqp URL] [-timeout 10s]
+  warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
+  warrenmq topology check  [-amqp URL] [-timeout 10s] [plan flags] QUEUE[=...] ...`
 
 // addressVariables are the environment variables that may hold an address
 // with a password.
@@ -141,6 +146,11 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runOutbox(ctx, args[1], args[2:], stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
+	case "topology":
+		if len(args) < 2 {
+			return fmt.Errorf("%w: topology needs plan or check\n%s", errUsage, topologyUsage)
+		}
+		return runTopology(ctx, args[1], args[2:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
