@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +31,12 @@ func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 	}
 
 	t.Cleanup(func() {
-		if err := startMariaDB(); err != nil {
+		if err := testenv.StartMariaDB(); err != nil {
 			t.Errorf("restart MariaDB: %v", err)
 		}
 	})
 	stoppedAt := time.Now()
-	if err := stopMariaDB(); err != nil {
+	if err := testenv.StopMariaDB(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -75,7 +72,7 @@ func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 	}
 	waitingIn := time.Since(published)
 
-	if err := startMariaDB(); err != nil {
+	if err := testenv.StartMariaDB(); err != nil {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
@@ -152,52 +149,4 @@ func check(report status.Report, name string) status.CheckResult {
 		}
 	}
 	return status.CheckResult{Name: name, Status: "absent"}
-}
-
-// stopMariaDB and startMariaDB stop and start the local server the way
-// internal/faults restarts it; the caller holds testenv.DisruptDatabases.
-func stopMariaDB() error {
-	return command("start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30")
-}
-
-func startMariaDB() error {
-	if err := command("sh", "-c", "mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld"); err != nil {
-		return err
-	}
-	if err := command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if mariaDBAnswers() {
-			return nil
-		}
-		time.Sleep(200 * time.Millisecond) // polling a starting server
-	}
-	return fmt.Errorf("MariaDB did not answer within a minute of starting; `make services` starts it")
-}
-
-func mariaDBAnswers() bool {
-	conn, err := net.DialTimeout("tcp", "127.0.0.1:3306", time.Second)
-	if err != nil {
-		return false
-	}
-	_ = conn.Close()
-	db, err := sql.Open("mysql", testenv.MySQLDSN)
-	if err != nil {
-		return false
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return db.PingContext(ctx) == nil
-}
-
-func command(name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -245,37 +243,16 @@ func waitUntil(t *testing.T, within time.Duration, what string, condition func()
 func stopMariaDB(t *testing.T) {
 	t.Helper()
 	t.Cleanup(func() { startMariaDB(t) })
-	command(t, "start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30")
+	if err := testenv.StopMariaDB(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // startMariaDB starts the local server if it is down and waits (bounded)
 // until it answers.
 func startMariaDB(t *testing.T) {
 	t.Helper()
-	command(t, "sh", "-c", "mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld")
-	command(t, "start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd")
-	waitUntil(t, time.Minute, "MariaDB to answer after starting (`make services` starts it)", func() bool {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:3306", time.Second)
-		if err != nil {
-			return false
-		}
-		_ = conn.Close()
-		db, err := sql.Open("mysql", testenv.MySQLDSN)
-		if err != nil {
-			return false
-		}
-		defer func() { _ = db.Close() }()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return db.PingContext(ctx) == nil
-	})
-}
-
-func command(t *testing.T, name string, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	if err := testenv.StartMariaDB(); err != nil {
+		t.Fatal(err)
 	}
 }

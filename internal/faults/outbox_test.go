@@ -217,37 +217,8 @@ func restartMariaDB() error {
 	return startMariaDB()
 }
 
-// stopMariaDB stops the local server and waits (bounded) until it has exited.
-func stopMariaDB() error {
-	_, err := run(context.Background(), time.Minute, "start-stop-daemon", "--stop", "--oknodo", "--exec", "/usr/sbin/mariadbd", "--retry", "30")
-	return err
-}
-
-// startMariaDB starts the local server when it is down and waits (bounded)
-// until it answers.
-func startMariaDB() error {
-	ctx := context.Background()
-	if _, err := run(ctx, time.Minute, "sh", "-c", "mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld"); err != nil {
-		return err
-	}
-	if _, err := run(ctx, time.Minute, "start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"); err != nil {
-		return err
-	}
-	answered := waitFor(time.Minute, 200*time.Millisecond, func() bool {
-		if !portOpen("127.0.0.1:3306") {
-			return false
-		}
-		db, err := sql.Open("mysql", testenv.MySQLDSN)
-		if err != nil {
-			return false
-		}
-		defer func() { _ = db.Close() }()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		return db.PingContext(ctx) == nil
-	})
-	if !answered {
-		return fmt.Errorf("MariaDB did not answer within a minute of starting; `make services` starts it")
-	}
-	return nil
-}
+// stopMariaDB and startMariaDB are testenv's, for the scenarios' brevity.
+var (
+	stopMariaDB  = testenv.StopMariaDB
+	startMariaDB = testenv.StartMariaDB
+)
