@@ -1,0 +1,183 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/warrenmq/messaging"
+)
+
+// New returns the idempotency guard as a messaging.Middleware. For each
+// delivery of a batch it claims the delivery's key in store:
+//
+//   - claimed: the message is handed to the inner handler (with the others
+//     claimed; messaging.DeliveriesFrom stays aligned with what it receives).
+//     When the handler returns, the key is confirmed, unless the handler
+//     settled the message otherwise than by accepting it (Reject, Park, Retry,
+//     InProgress): then, as when it panics, the key is released so the retry
+//     runs, and the panic goes on outwards;
+//   - duplicate: messaging.Accept, the handler does not run;
+//   - in progress: messaging.InProgress(delay), the handler does not run; the
+//     attempt does not advance and the message is never dead-lettered for it;
+//   - an empty key: messaging.Reject with an error marked messaging.Fatal;
+//   - a store error: messaging.Retry with it; when the error is an outage
+//     (messaging.IsOutage: the store unreachable), the claims of the batch are
+//     released and the batch panics with the error marked messaging.Outage,
+//     so nothing is acknowledged and no attempt is spent.
+//
+// It needs a settlement decorator outside it (the streaming runtime puts one
+// around every worker). Put it outside retry and transactional, so one claim
+// covers the retries of a batch.
+func New(store Store, options ...Option) messaging.Middleware {
+	c := newConfig(options)
+	return func(inner messaging.Handler) messaging.Handler {
+		return &handler{inner: inner, store: store, config: c}
+	}
+}
+
+type handler struct {
+	inner  messaging.Handler
+	store  Store
+	config config
+}
+
+// claimedMessage is a delivery whose key this Handle holds.
+type claimedMessage struct {
+	message  any
+	delivery messaging.Delivery
+	key      string
+}
+
+// Handle claims, settles what must not run, runs the rest and confirms or
+// releases their keys.
+func (h *handler) Handle(ctx context.Context, messages ...any) {
+	deliveries := messaging.DeliveriesFrom(ctx)
+	if len(deliveries) != len(messages) {
+		panic(messaging.Fatal(fmt.Errorf("idempotency: the handler received %d messages and its context %d envelopes; run it under the streaming runtime (or a decorator that sets messaging.WithDeliveries)", len(messages), len(deliveries))))
+	}
+	claimed := make([]claimedMessage, 0, len(messages))
+	var waiting []messaging.Delivery // in progress: put back once the claimed ones ran
+	for i, delivery := range deliveries {
+		queue := delivery.SourceQueue
+		key := h.config.key(messages[i], delivery)
+		if key == "" {
+			err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
+			h.mustSettle(ctx, claimed, messaging.Reject(ctx, delivery, err))
+			continue
+		}
+		result, err := h.claim(ctx, key)
+		if err != nil {
+			h.config.monitor.StoreFailed(queue, OperationClaim, err)
+			err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", key, delivery.MessageID, err)
+			if messaging.IsOutage(err) || ctx.Err() != nil {
+				h.releaseAll(ctx, claimed)
+				panic(messaging.Outage(err))
+			}
+			h.mustSettle(ctx, claimed, messaging.Retry(ctx, delivery, err))
+			continue
+		}
+		switch result {
+		case Claimed:
+			h.config.monitor.Claimed(queue)
+			claimed = append(claimed, claimedMessage{message: messages[i], delivery: delivery, key: key})
+		case InProgress:
+			h.config.monitor.InProgress(queue)
+			waiting = append(waiting, delivery)
+		default:
+			h.config.monitor.Duplicate(queue)
+			if err := messaging.Accept(ctx, delivery); err != nil && !errors.Is(err, messaging.ErrNoSettler) {
+				h.mustSettle(ctx, claimed, err) // without a settler, returning acknowledges it
+			}
+		}
+	}
+	if len(claimed) > 0 {
+		h.run(ctx, messages, claimed)
+	}
+	// The waits are held after the claimed messages ran, so a claim is not
+	// held (nor its work delayed) for them.
+	for _, delivery := range waiting {
+		if err := messaging.InProgress(ctx, delivery, h.config.inProgressDelay); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// run hands the claimed messages to the inner handler, then confirms or
+// releases each key; a panic is re-raised after the keys are released.
+func (h *handler) run(ctx context.Context, messages []any, claimed []claimedMessage) {
+	innerCtx, innerMessages := ctx, messages
+	if len(claimed) != len(messages) {
+		subset := make([]messaging.Delivery, len(claimed))
+		innerMessages = make([]any, len(claimed))
+		for i, c := range claimed {
+			subset[i], innerMessages[i] = c.delivery, c.message
+		}
+		innerCtx = messaging.WithDeliveries(ctx, subset)
+	}
+	returned := false
+	defer func() {
+		for _, c := range claimed {
+			decision, decided := messaging.DecisionOf(innerCtx, c.delivery)
+			if decided && decision.Verdict == messaging.Accepted || returned && !decided {
+				h.confirm(ctx, c)
+			} else {
+				h.release(ctx, c)
+			}
+		}
+	}()
+	h.inner.Handle(innerCtx, innerMessages...)
+	returned = true
+}
+
+// mustSettle panics with err, after releasing the batch's claims, when a
+// settlement failed: nothing is acknowledged and the broker redelivers.
+func (h *handler) mustSettle(ctx context.Context, claimed []claimedMessage, err error) {
+	if err == nil {
+		return
+	}
+	h.releaseAll(ctx, claimed)
+	panic(err)
+}
+
+func (h *handler) claim(ctx context.Context, key string) (ClaimResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, h.config.storeTimeout)
+	defer cancel()
+	return claim(ctx, h.store, key)
+}
+
+func (h *handler) releaseAll(ctx context.Context, claimed []claimedMessage) {
+	for _, c := range claimed {
+		h.release(ctx, c)
+	}
+}
+
+// confirm records the work as done; a failure is reported and otherwise
+// ignored: the claim then holds the key until its lease ends.
+func (h *handler) confirm(ctx context.Context, c claimedMessage) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.config.storeTimeout)
+	defer cancel()
+	if err := h.store.Confirm(ctx, c.key); err != nil {
+		h.storeFailed(c, OperationConfirm, err, "the next delivery within the claim's lease is put back as in progress, and one after it runs the handler again")
+	}
+}
+
+// release forgets the claim so the retry runs; a failure is reported and
+// otherwise ignored: the claim then holds the key until its lease ends, and
+// the retry is put back as in progress until then.
+func (h *handler) release(ctx context.Context, c claimedMessage) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.config.storeTimeout)
+	defer cancel()
+	h.config.monitor.Released(c.delivery.SourceQueue)
+	if err := h.store.Release(ctx, c.key); err != nil {
+		h.storeFailed(c, OperationRelease, err, "its retry is put back as in progress until the claim's lease ends")
+	}
+}
+
+func (h *handler) storeFailed(c claimedMessage, operation string, err error, consequence string) {
+	queue := c.delivery.SourceQueue
+	h.config.monitor.StoreFailed(queue, operation, err)
+	h.config.logger.Warn(fmt.Sprintf("Unable to %s idempotency key [%s] of message [%s] from [%s] [%v]; %s.", operation, c.key, c.delivery.MessageID, queue, err, consequence),
+		slog.String("queue", queue), slog.String("operation", operation), slog.String("key", c.key), slog.String("message_id", c.delivery.MessageID), slog.Any("error", err))
+}
