@@ -52,6 +52,9 @@ type Metrics struct {
 	transactions   *prom.CounterVec
 	encoded        *prom.CounterVec
 	decoded        *prom.CounterVec
+
+	idempotency       *prom.CounterVec
+	idempotencyErrors *prom.CounterVec
 }
 
 // New registers the instruments with registerer (prom.DefaultRegisterer when nil)
@@ -99,6 +102,8 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 	m.transactions = counterVec("handler_transactions_total", "Handler transactions by event (started, committed, rolled_back) and result.", "event", "result")
 	m.encoded = counterVec("serialization_encoded_total", "Messages encoded, by result.", "result")
 	m.decoded = counterVec("serialization_decoded_total", "Messages decoded, by result.", "result")
+	m.idempotency = counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released).", "stream", "outcome")
+	m.idempotencyErrors = counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, confirm, release).", "stream", "operation")
 
 	var errs []error
 	for _, c := range []prom.Collector{
@@ -106,6 +111,7 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 		m.stored, m.published, m.confirmed, m.retired, m.lag,
 		m.streamOpened, m.streamClosed, m.batchSeconds, m.acknowledged, m.shutdownForced, m.settled,
 		m.handleAttempts, m.transactions, m.encoded, m.decoded,
+		m.idempotency, m.idempotencyErrors,
 	} {
 		if err := registerer.Register(c); err != nil {
 			errs = append(errs, err)
