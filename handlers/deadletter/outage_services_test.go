@@ -41,8 +41,8 @@ type shippedOrder struct{ OrderID int }
 // MariaDB is back. Before, 58 of 300 landed in .dlq after 45 s down.
 func TestServicesADatabaseOutageDeadLettersNothing(t *testing.T) {
 	const warm, waiting, attempts = 20, 300, 5
+	url := testenv.Broker(t) // the broker lock first, then the database's: every test takes them in this order
 	testenv.DisruptDatabases(t)
-	url := testenv.Broker(t)
 	db := testenv.OpenMySQL(t)
 	suffix := strings.ReplaceAll(messaging.NewID()[:8], "-", "")
 	orders, outboxTable := "outage_orders_"+suffix, "outage_outbox_"+suffix

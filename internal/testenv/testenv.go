@@ -111,7 +111,9 @@ func reachable(t testing.TB, name, address string) {
 }
 
 // DisruptDatabases holds the database lock exclusively until the test ends, for
-// a test that restarts MariaDB or PostgreSQL. Open handles with OpenMySQL, and
+// a test that restarts MariaDB or PostgreSQL. Take the broker lock (Broker or
+// Disrupt) before it, never after: every test takes the two locks in that
+// order, or two test packages can each hold one and wait for the other. Open handles with OpenMySQL, and
 // never call MySQL or Postgres in the same test (the shared lock would wait for
 // the exclusive one).
 func DisruptDatabases(t testing.TB) {
@@ -130,8 +132,9 @@ func lockFile(t testing.TB, path string, how int) {
 	if err != nil {
 		t.Fatalf("open test lock %s: %v", path, err)
 	}
+	fd := int(f.Fd()) // read once: the file may be closed below while Flock waits
 	done := make(chan error, 1)
-	go func() { done <- syscall.Flock(int(f.Fd()), how) }()
+	go func() { done <- syscall.Flock(fd, how) }()
 	select {
 	case err = <-done:
 	case <-time.After(5 * time.Minute):
@@ -142,7 +145,7 @@ func lockFile(t testing.TB, path string, how int) {
 		t.Fatalf("test lock %s: %v", path, err)
 	}
 	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = syscall.Flock(fd, syscall.LOCK_UN)
 		_ = f.Close()
 	})
 }
