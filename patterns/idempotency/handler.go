@@ -59,12 +59,20 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	}
 	claimed := make([]claimedMessage, 0, len(messages))
 	var waiting []messaging.Delivery // in progress: put back once the claimed ones ran
+	// Until the claimed messages are handed on, a panic (a failed
+	// settlement, an outage, a key function that panicked) releases them.
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			h.releaseAll(ctx, claimed)
+		}
+	}()
 	for i, delivery := range deliveries {
 		queue := delivery.SourceQueue
 		key := h.config.key(messages[i], delivery)
 		if key == "" {
 			err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
-			h.mustSettle(ctx, claimed, messaging.Reject(ctx, delivery, err))
+			mustSettle(messaging.Reject(ctx, delivery, err))
 			continue
 		}
 		result, err := h.claim(ctx, key)
@@ -72,10 +80,9 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.config.monitor.StoreFailed(queue, OperationClaim, err)
 			err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", key, delivery.MessageID, err)
 			if messaging.IsOutage(err) || ctx.Err() != nil {
-				h.releaseAll(ctx, claimed)
 				panic(messaging.Outage(err))
 			}
-			h.mustSettle(ctx, claimed, messaging.Retry(ctx, delivery, err))
+			mustSettle(messaging.Retry(ctx, delivery, err))
 			continue
 		}
 		switch result {
@@ -87,11 +94,13 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			waiting = append(waiting, delivery)
 		default:
 			h.config.monitor.Duplicate(queue)
+			// Without a settler, returning acknowledges it all the same.
 			if err := messaging.Accept(ctx, delivery); err != nil && !errors.Is(err, messaging.ErrNoSettler) {
-				h.mustSettle(ctx, claimed, err) // without a settler, returning acknowledges it
+				panic(err)
 			}
 		}
 	}
+	handedOn = true
 	if len(claimed) > 0 {
 		h.run(ctx, messages, claimed)
 	}
@@ -131,14 +140,12 @@ func (h *handler) run(ctx context.Context, messages []any, claimed []claimedMess
 	returned = true
 }
 
-// mustSettle panics with err, after releasing the batch's claims, when a
-// settlement failed: nothing is acknowledged and the broker redelivers.
-func (h *handler) mustSettle(ctx context.Context, claimed []claimedMessage, err error) {
-	if err == nil {
-		return
+// mustSettle panics with err when a settlement failed: nothing is
+// acknowledged and the broker redelivers.
+func mustSettle(err error) {
+	if err != nil {
+		panic(err)
 	}
-	h.releaseAll(ctx, claimed)
-	panic(err)
 }
 
 func (h *handler) claim(ctx context.Context, key string) (ClaimResult, error) {

@@ -216,3 +216,15 @@ func (f *HandlerFixture) TestEnvelopesMustTravelInTheContext() {
 	}()
 	handler.Handle(context.Background(), "m0")
 }
+
+func (f *HandlerFixture) TestAKeyFunctionThatPanicsReleasesWhatWasClaimed() {
+	value := f.handle(Options.IdempotentBy(func(message any, _ messaging.Delivery) string {
+		if message == "m2" {
+			panic("no key here")
+		}
+		return message.(string)
+	}))
+	f.So(value, should.Equal, "no key here")
+	f.So(f.received, should.BeEmpty)
+	f.So(f.store.released, should.Equal, []string{"m0", "m1"})
+}
