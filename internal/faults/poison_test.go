@@ -84,9 +84,9 @@ func (p poison) publishing() amqp.Publishing {
 func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 	url := testenv.Disrupt(t)
 	n := size(1_000, 10_000)
-	interval := size(time.Second, 2*time.Second)
+	interval := size(1500*time.Millisecond, 2*time.Second)
 	pace := size(3*time.Millisecond, time.Millisecond)
-	bound := size(45*time.Second, 4*time.Minute)
+	bound := size(90*time.Second, 4*time.Minute)
 	queue := testenv.Name(t, "poison")
 	exchange := testenv.Name(t, "poison-ex")
 	declareQueue(t, url, queue, exchange)
