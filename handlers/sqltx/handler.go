@@ -57,6 +57,11 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	// A failed Commit ends the transaction (database/sql rolls it back), so there
 	// is nothing left to roll back here.
 	err = tx.Commit()
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		// database/sql rolled the transaction back when ctx ended, and Commit
+		// may find it done before it looks at ctx: report the cause.
+		err = fmt.Errorf("%w (%w)", ctx.Err(), err)
+	}
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
 		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("sqltx: commit the transaction of %d message(s): %w; it was rolled back and the batch will run again", len(messages), err)))
