@@ -7,17 +7,24 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // retryExchange is the direct exchange a retry rung dead-letters into; each
 // source queue is bound to it under its own name (the AceMQ wire contract).
-const retryExchange = "acemq.retry"
+const retryExchange = retrypolicy.RetryExchange
 
 // DeclareRetryRung declares a broker-side retry delay for queue: the durable
 // classic queue rung holds a message for ttl, then dead-letters it through the
-// acemq.retry exchange back to queue. It runs on a channel of its own, each step
-// bounded by the broker timeout, and closes that channel on every path. A ttl
-// is sent in whole milliseconds and must be at least one.
+// acemq.retry exchange back to queue, with exactly the arguments of
+// retrypolicy.RungArguments. It runs on a channel of its own, each step
+// bounded by the broker timeout, and closes that channel on every path.
+//
+// ttl must be a whole number of seconds, at least one, and rung must be
+// retrypolicy.RungName(queue, ttl) (a ladder's rungs, retrypolicy.Policy.Rungs,
+// always are): the name says the TTL, so two waits never share a rung name
+// with different TTLs, which the broker would refuse with PRECONDITION_FAILED.
 //
 // The deadletter package reaches it by asserting this method on a
 // messaging.Connection.
@@ -27,8 +34,10 @@ func (c *connection) DeclareRetryRung(ctx context.Context, queue, rung string, t
 		return fmt.Errorf("declare retry rung %q for queue %q: both names are required", rung, queue)
 	case queue == rung:
 		return fmt.Errorf("declare retry rung %q for queue %q: the rung must be a queue of its own, or messages would loop", rung, queue)
-	case ttl.Milliseconds() < 1:
-		return fmt.Errorf("declare retry rung %q for queue %q: the delay %s is under a millisecond; pass at least 1ms", rung, queue, ttl)
+	case ttl < time.Second || ttl%time.Second != 0:
+		return fmt.Errorf("declare retry rung %q for queue %q: the delay %s is not a whole number of seconds, at least 1s; take the rung from retrypolicy.Policy.Rungs or RungFor, which round a wait up to whole seconds", rung, queue, ttl)
+	case rung != retrypolicy.RungName(queue, ttl):
+		return fmt.Errorf("declare retry rung %q for queue %q: a rung holding %s must be named %q (retrypolicy.RungName), so that its name says its TTL and no two waits share a name", rung, queue, ttl, retrypolicy.RungName(queue, ttl))
 	}
 	ch, err := c.openChannel(ctx)
 	if err != nil {
@@ -59,11 +68,7 @@ func (c *connection) DeclareRetryRung(ctx context.Context, queue, rung string, t
 	}); err != nil {
 		return err
 	}
-	args := amqp.Table{
-		"x-message-ttl":             ttl.Milliseconds(),
-		"x-dead-letter-exchange":    retryExchange,
-		"x-dead-letter-routing-key": queue,
-	}
+	args := amqp.Table(retrypolicy.RungArguments(queue, ttl))
 	return step(fmt.Sprintf("declare queue %q", rung), func() error {
 		_, err := ch.QueueDeclare(rung, true, false, false, false, args)
 		return err

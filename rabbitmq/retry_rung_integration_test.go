@@ -9,6 +9,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // retryRungDeclarer is the structural interface the deadletter package asserts
@@ -20,7 +21,7 @@ type retryRungDeclarer interface {
 func TestAMessageInARetryRungReturnsToItsQueueAfterTheDelay(t *testing.T) {
 	b := newBroker(t, testenv.Broker(t))
 	queue := b.queue("retried")
-	rung := testenv.Name(t, "retried.rung")
+	rung := retrypolicy.RungName(queue, time.Second)
 	b.deleteQueueAtEnd(rung) // the binding to acemq.retry goes with queue; the shared exchange stays
 	conn := connect(t, b.url)
 	declarer, ok := conn.(retryRungDeclarer)
@@ -68,7 +69,7 @@ func TestAMessageInARetryRungReturnsToItsQueueAfterTheDelay(t *testing.T) {
 func TestDeclaringARetryRungTwiceIsHarmless(t *testing.T) {
 	b := newBroker(t, testenv.Broker(t))
 	queue := b.queue("retried")
-	rung := testenv.Name(t, "retried.rung")
+	rung := retrypolicy.RungName(queue, 2*time.Second)
 	b.deleteQueueAtEnd(rung)
 	declarer := connect(t, b.url).(retryRungDeclarer)
 

@@ -53,15 +53,15 @@ func (f *RetryRungFixture) prepare(prepare func(*fakeChannel)) {
 }
 
 func (f *RetryRungFixture) TestTheRungIsDeclaredExactlyOnAChannelOfItsOwnThenTheChannelIsClosed() {
-	err := f.declarer.DeclareRetryRung(context.Background(), "orders", "orders.retry.1s", 1500*time.Millisecond)
+	err := f.declarer.DeclareRetryRung(context.Background(), "orders", "orders.retry.2s", 2*time.Second)
 
 	f.So(err, should.BeNil)
 	ch := receive(f.T(), f.raw.opened, "the rung's channel")
 	f.So(ch.Calls(), should.Resemble, []fakeCall{
 		{method: "ExchangeDeclare", args: []any{"acemq.retry", "direct", true, false, false, amqp.Table(nil)}},
 		{method: "QueueBind", args: []any{"orders", "orders", "acemq.retry"}},
-		{method: "QueueDeclare", args: []any{"orders.retry.1s", true, false, false, amqp.Table{
-			"x-message-ttl":             int64(1500),
+		{method: "QueueDeclare", args: []any{"orders.retry.2s", true, false, false, amqp.Table{
+			"x-message-ttl":             int64(2000),
 			"x-dead-letter-exchange":    "acemq.retry",
 			"x-dead-letter-routing-key": "orders",
 		}}},
@@ -123,6 +123,26 @@ func (f *RetryRungFixture) TestNonsenseArgumentsAreRefusedBeforeAnythingIsSent()
 		f.declarer.DeclareRetryRung(ctx, "orders", "rung", time.Microsecond),
 	} {
 		f.So(err, should.NotBeNil)
+	}
+	f.So(len(f.raw.opened), should.Equal, 0)
+}
+
+func (f *RetryRungFixture) TestARungWhoseNameDoesNotSayItsTTLIsRefusedBeforeAnythingIsSent() {
+	ctx := context.Background()
+	for _, c := range []struct {
+		rung string
+		ttl  time.Duration
+		says string
+	}{
+		{"orders.retry.30s", 30500 * time.Millisecond, "not a whole number of seconds"},
+		{"orders.retry.1s", 1500 * time.Millisecond, "not a whole number of seconds"},
+		{"orders.retry.30s", 31 * time.Second, `must be named "orders.retry.31s"`},
+		{"orders.retry.60s", time.Minute, `must be named "orders.retry.1m"`},
+		{"billing.retry.1s", time.Second, `must be named "orders.retry.1s"`},
+	} {
+		err := f.declarer.DeclareRetryRung(ctx, "orders", c.rung, c.ttl)
+		f.So(err, should.NotBeNil)
+		f.So(err.Error(), should.ContainSubstring, c.says)
 	}
 	f.So(len(f.raw.opened), should.Equal, 0)
 }

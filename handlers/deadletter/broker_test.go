@@ -18,6 +18,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -212,6 +213,9 @@ func TestBrokerPoisonAmongGoodMessagesIsDeadLettered(t *testing.T) {
 	if reason := dead.Headers["x-acemq-error"]; reason != "exhausted 3 attempts: poison pill" {
 		t.Fatalf("x-acemq-error = %v", reason)
 	}
+	if attempt := fmt.Sprint(dead.Headers["x-acemq-attempt"]); attempt != "3" {
+		t.Fatalf("x-acemq-attempt = %s; the copy should carry the 3 attempts its reason names", attempt)
+	}
 	if dead.Headers["x-app"] != "kept" {
 		t.Fatalf("application header lost: %v", dead.Headers)
 	}
@@ -300,7 +304,7 @@ func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
 	url := testenv.Broker(t)
 	queue := testenv.Name(t, "rung")
 	b := newBroker(t, url, queue)
-	rung := RungName(queue, time.Second)
+	rung := retrypolicy.RungName(queue, time.Second)
 	t.Cleanup(func() { _, _ = b.ch.QueueDelete(rung, false, false, false) })
 	ids := b.publishOrders(queue, 5)
 

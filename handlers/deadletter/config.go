@@ -3,7 +3,6 @@ package deadletter
 import (
 	"context"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/warrenmq/messaging/handlers/retry"
@@ -21,24 +20,26 @@ type option func(*config)
 // in a slice before calling New.
 type Option = option
 
-const (
-	defaultPublishTimeout      = 30 * time.Second
-	defaultBrokerWaitThreshold = 30 * time.Second
-)
+const defaultPublishTimeout = 30 * time.Second
 
 type config struct {
-	// policy is what Retry consults: the stated one, or retry.DefaultPolicy.
-	policy              retrypolicy.Policy
-	policyStated        bool
-	fullDelivery        bool
-	refuseRetry         string
-	maxAttempts         int
-	publishTimeout      time.Duration
-	brokerWaitThreshold time.Duration
-	retryDelay          func(attempt int) time.Duration
-	logger              *slog.Logger
-	monitor             Monitor
-	sleep               func(ctx context.Context, d time.Duration) bool
+	// policy is what Retry consults: the stated one, or retry.DefaultPolicy,
+	// with Options.BrokerWaitThreshold applied when it was given. Its
+	// InBroker decides where a wait is held and its ladder names the rungs.
+	policy       retrypolicy.Policy
+	policyStated bool
+	fullDelivery bool
+	refuseRetry  string
+	maxAttempts  int
+	// threshold is Options.BrokerWaitThreshold when thresholdSet.
+	threshold      time.Duration
+	thresholdSet   bool
+	publishTimeout time.Duration
+	// retryDelay is Options.RetryDelay, nil when not given.
+	retryDelay func(attempt int) time.Duration
+	logger     *slog.Logger
+	monitor    Monitor
+	sleep      func(ctx context.Context, d time.Duration) bool
 }
 
 // FullDelivery hands the inner handler messaging.Delivery values instead of
@@ -83,19 +84,24 @@ func (singleton) PublishTimeout(timeout time.Duration) option {
 }
 
 // BrokerWaitThreshold is the shortest Retry wait that is held by the broker (a
-// {queue}.retry.{d} rung) instead of in the process (default 30 s; zero or
-// negative means the default). It is also the longest wait ever held in the
-// process: when the rung cannot be used (the connection is not a Declarer, or
-// declaring or publishing to the rung fails), a longer wait fails the
-// settlement, so the message is redelivered instead of holding a prefetch
-// slot for minutes.
+// {queue}.retry.{d} rung) instead of in the process; it overrides the
+// policy's (retrypolicy.Policy.WaitInBrokerFrom, 30 s unless the policy says
+// otherwise). Zero means never: every wait is held in the process. A negative
+// threshold reads as zero. A positive threshold is also the longest wait ever
+// held in the process: when the rung cannot be used (the connection is not a
+// Declarer, or declaring or publishing to the rung fails), a longer wait
+// fails the settlement, so the message is redelivered instead of holding a
+// prefetch slot for minutes.
 func (singleton) BrokerWaitThreshold(threshold time.Duration) option {
-	return func(c *config) { c.brokerWaitThreshold = threshold }
+	return func(c *config) { c.threshold, c.thresholdSet = max(threshold, 0), true }
 }
 
-// RetryDelay sets the policy Retry consults: the wait after the given failed
-// attempt (1 for the first delivery) before the message is republished. The
-// default is no wait.
+// RetryDelay sets the wait Retry applies after the given failed attempt (1
+// for the first delivery) before the message is republished, overriding the
+// policy's waits. A wait the policy's threshold sends to the broker is held
+// by the rung of its whole seconds rounded up ({queue}.retry.31s for 30.5 s).
+// The default is the stated policy's waits, or no wait when no policy is
+// stated.
 func (singleton) RetryDelay(delay func(attempt int) time.Duration) option {
 	return func(c *config) { c.retryDelay = delay }
 }
@@ -127,25 +133,11 @@ func newConfig(options []option) config {
 	} else if c.maxAttempts == 0 {
 		c.maxAttempts = c.policy.MaxAttempts()
 	}
-	if c.brokerWaitThreshold <= 0 && c.policyStated {
-		c.brokerWaitThreshold = c.policy.BrokerWaitThreshold()
-		if c.brokerWaitThreshold <= 0 { // the policy holds every wait in the process
-			c.brokerWaitThreshold = time.Duration(math.MaxInt64)
-		}
+	if c.thresholdSet {
+		c.policy = c.policy.WaitInBrokerFrom(c.threshold)
 	}
 	if c.publishTimeout <= 0 {
 		c.publishTimeout = defaultPublishTimeout
-	}
-	if c.brokerWaitThreshold <= 0 {
-		c.brokerWaitThreshold = defaultBrokerWaitThreshold
-	}
-	if c.retryDelay == nil {
-		if c.policyStated {
-			policy := c.policy
-			c.retryDelay = func(attempt int) time.Duration { return policy.Delay(attempt, nil) }
-		} else {
-			c.retryDelay = func(int) time.Duration { return 0 }
-		}
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -175,6 +167,40 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // defaultPolicy is the budget when none is stated: the retry decorator's.
 func defaultPolicy() retrypolicy.Policy { return retry.DefaultPolicy() }
+
+// midpoint makes Policy.Delay return the scheduled wait, without jitter.
+func midpoint() float64 { return 0.5 }
+
+// wait is the wait after the given failed attempt and whether the broker
+// holds it (the policy's InBroker, decided on the wait before jitter).
+func (c config) wait(attempt int) (delay time.Duration, inBroker bool) {
+	switch {
+	case c.retryDelay != nil:
+		delay = max(c.retryDelay(attempt), 0)
+		return delay, c.policy.InBroker(delay)
+	case c.policyStated:
+		if scheduled := c.policy.Delay(attempt, midpoint); c.policy.InBroker(scheduled) {
+			return scheduled, true
+		}
+		return c.policy.Delay(attempt, nil), false
+	default:
+		return 0, false
+	}
+}
+
+// rungFor is the rung that holds a broker wait of delay for queue: the
+// policy's ladder rung when its waits are the policy's and the ladder has
+// one at least as long, else the rung a policy of that one wait would have
+// (its whole seconds rounded up), so a rung's name always says its TTL.
+func (c config) rungFor(queue string, delay time.Duration) retrypolicy.Rung {
+	if c.retryDelay == nil {
+		if rung, ok := c.policy.RungFor(queue, delay); ok && rung.TTL >= delay {
+			return rung
+		}
+	}
+	rung, _ := retrypolicy.Fixed(2, delay).WaitInBrokerFrom(delay).RungFor(queue, delay)
+	return rung
+}
 
 // attempts is the budget Retry applies: MaxAttempts when stated, else the
 // policy's.

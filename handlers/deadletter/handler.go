@@ -379,10 +379,16 @@ func (c *call) runAsGiven(ctx context.Context, messages []any) (value any, panic
 }
 
 // giveUp dead-letters a delivery whose handling panicked with value; it panics
-// when the republish fails.
+// when the republish fails. When the reason says the budget was exhausted
+// (the inner retry decorator made its attempts in the process), the copy
+// carries that attempt count in x-acemq-attempt, not the delivery's.
 func (c *call) giveUp(ctx context.Context, delivery messaging.Delivery, value any) {
 	reason := c.failureReason(value)
-	if err := c.setAside(ctx, delivery, delivery.SourceQueue+".dlq", ActionDeadLettered, reason); err != nil {
+	attempt := delivery.Attempt
+	if err, isError := value.(error); c.config.maxAttempts > 0 && !(isError && messaging.IsFatal(err)) {
+		attempt = max(attempt, c.config.maxAttempts)
+	}
+	if err := c.setAsideAt(ctx, delivery, delivery.SourceQueue+".dlq", ActionDeadLettered, reason, attempt); err != nil {
 		panic(err)
 	}
 }
@@ -412,11 +418,17 @@ func (c *call) failureReason(value any) string {
 // is set aside instead (see reductions), so the message's own content never
 // makes settlement fail.
 func (c *call) setAside(ctx context.Context, delivery messaging.Delivery, target, action, reason string) error {
+	return c.setAsideAt(ctx, delivery, target, action, reason, delivery.Attempt)
+}
+
+// setAsideAt is setAside with the copy's x-acemq-attempt set to attempt.
+func (c *call) setAsideAt(ctx context.Context, delivery messaging.Delivery, target, action, reason string, attempt int) error {
 	if c.isSettled(delivery) {
 		return nil
 	}
 	reason = bounded(reason)
 	full := delivery.Redispatch(target)
+	full.Attempt = attempt
 	full.Error = reason
 	full.Expiration = 0
 	rungs := reductions(full)

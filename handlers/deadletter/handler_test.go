@@ -11,6 +11,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 func TestHandlerFixture(t *testing.T) {
@@ -142,6 +143,34 @@ func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
 	f.So(len(f.inner.calls), should.Equal, 1)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 2 attempts: boom"})
 	f.So(f.monitor.events, should.Equal, []string{"q dead_lettered exhausted 2 attempts: boom"})
+}
+
+func (f *HandlerFixture) TestACopySetAsideAfterInProcessRetriesCarriesTheAttemptsTheReasonNames() {
+	cases := []struct {
+		options []option
+		value   any
+		attempt int
+		reason  string
+	}{
+		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), 3, "exhausted 3 attempts: boom"},
+		{[]option{Options.Policy(retrypolicy.Fixed(4, time.Second))}, errors.New("boom"), 4, "exhausted 4 attempts: boom"},
+		{nil, errors.New("boom"), 1, "the handler failed: boom"},
+		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad"), 1, "the handler reported an unprocessable message: bad"},
+	}
+	for _, c := range cases {
+		connector := &fakeConnector{}
+		value := c.value
+		inner := messaging.HandlerFunc(func(context.Context, ...any) { panic(value) })
+		New(connector, inner, c.options...).Handle(context.Background(), delivery("a"))
+		f.So(connector.targets(), should.Equal, []string{"q.dlq a: " + c.reason})
+		f.So(connector.dispatches()[0].Attempt, should.Equal, c.attempt)
+	}
+	// A redelivered message keeps its own count when it is the higher.
+	later := delivery("a")
+	later.Attempt = 5
+	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
+	f.handler(Options.MaxAttempts(3)).Handle(context.Background(), later)
+	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 5)
 }
 
 func (f *HandlerFixture) TestPoisonIsIsolatedFromItsNeighbours() {

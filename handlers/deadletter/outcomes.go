@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // The per-message outcomes below are for an inner handler given full
@@ -45,9 +46,11 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 }
 
 // Retry republishes delivery to its queue with x-acemq-attempt advanced, after
-// the wait Options.RetryDelay gives for its attempt. A wait at or above
-// Options.BrokerWaitThreshold is held by the broker in a {queue}.retry.{d}
-// rung when the transport's connection implements Declarer. When it does not,
+// the wait the policy (or Options.RetryDelay) gives for its attempt. A wait
+// the policy holds in the broker (retrypolicy.Policy.InBroker: at or above
+// the broker-wait threshold, never when it is zero) is held by the rung of
+// the policy's ladder, {queue}.retry.{d}, when the transport's connection
+// implements Declarer. When it does not,
 // or the rung cannot be declared or reached, the wait is held here only if it
 // is no longer than the threshold; a longer wait is not held in the process
 // (that would keep a prefetch slot for minutes): Retry returns an error, the
@@ -104,20 +107,20 @@ func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error
 		dispatch.Attempt = attempt // an outage spends no attempt
 	}
 	dispatch.Error = ""
-	delay := max(c.config.retryDelay(attempt), 0)
-	threshold := c.config.brokerWaitThreshold
-	if delay >= threshold {
-		rungErr := c.throughRung(ctx, delivery, dispatch, delay)
+	delay, inBroker := c.config.wait(attempt)
+	if inBroker {
+		rung := c.config.rungFor(queue, delay)
+		rungErr := c.throughRung(ctx, delivery, dispatch, rung)
 		if rungErr == nil {
 			return nil
 		}
-		rung := RungName(queue, delay)
+		threshold := c.config.policy.BrokerWaitThreshold()
 		if delay > threshold {
-			return c.fail(delivery, fmt.Errorf("deadletter: the %s retry wait for message %s cannot be held by the broker (%w) and is longer than Options.BrokerWaitThreshold (%s), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten Options.RetryDelay",
+			return c.fail(delivery, fmt.Errorf("deadletter: the %s retry wait for message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the retry waits",
 				delay, delivery.MessageID, rungErr, threshold))
 		}
-		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung, rungErr, delay),
-			slog.String("queue", queue), slog.String("rung", rung), slog.Duration("delay", delay), slog.Any("error", rungErr))
+		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung.Name, rungErr, delay),
+			slog.String("queue", queue), slog.String("rung", rung.Name), slog.Duration("delay", delay), slog.Any("error", rungErr))
 	}
 	return c.afterWait(ctx, delivery, dispatch, delay, ActionRetried)
 }
@@ -172,17 +175,16 @@ func (c *call) fail(delivery messaging.Delivery, err error) error {
 // throughRung hands the wait to the broker: it publishes to the rung, which
 // dead-letters the message back to its queue when the TTL expires. It returns
 // why not when the rung cannot be used, leaving the decision to the caller.
-func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, delay time.Duration) error {
+func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, rung retrypolicy.Rung) error {
 	if c.isSettled(delivery) {
 		return nil
 	}
 	queue := delivery.SourceQueue
-	rung := RungName(queue, delay)
 	publishCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.config.publishTimeout)
 	defer cancel()
-	err := c.publisher.declareRung(publishCtx, queue, rung, delay)
+	err := c.publisher.declareRung(publishCtx, queue, rung.Name, rung.TTL)
 	if err == nil {
-		dispatch.RoutingKey = rung
+		dispatch.RoutingKey = rung.Name
 		err = c.publisher.publish(publishCtx, dispatch)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 func TestOutcomesFixture(t *testing.T) {
@@ -243,16 +244,64 @@ func (f *OutcomesFixture) TestOutsideTheDecoratorTheOutcomesFail() {
 	f.So(err.Error(), should.ContainSubstring, "deadletter.New")
 }
 
-func (f *OutcomesFixture) TestRungNames() {
-	f.So(RungName("orders", 40*time.Second), should.Equal, "orders.retry.40s")
-	f.So(RungName("orders", 80*time.Second), should.Equal, "orders.retry.80s")
-	f.So(RungName("orders", 160*time.Second), should.Equal, "orders.retry.160s")
-	f.So(RungName("orders", 2*time.Minute), should.Equal, "orders.retry.2m")
-	f.So(RungName("orders", time.Hour), should.Equal, "orders.retry.1h")
-	f.So(RungName("orders", 2*time.Hour), should.Equal, "orders.retry.2h")
-	f.So(RungName("orders", 90*time.Minute), should.Equal, "orders.retry.90m")
-	f.So(RungName("orders", 500*time.Millisecond), should.Equal, "orders.retry.0s")
-	f.So(RungName("orders", 1500*time.Millisecond), should.Equal, "orders.retry.1s")
+func (f *OutcomesFixture) retryOnce(options ...option) {
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return Retry(ctx, d, errors.New("later"))
+	}, options, delivery("a"))
+}
+
+func (f *OutcomesFixture) TestTwoDelaysNeverShareARungNameWithDifferentTTLs() {
+	f.connector.declarer = true
+	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 30 * time.Second }))
+	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 30500 * time.Millisecond }))
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.30s 30s", "q q.retry.31s 31s"})
+	f.So(f.connector.targets(), should.Equal, []string{"q.retry.30s a: ", "q.retry.31s a: "})
+	f.So(f.sleeper.slept, should.BeEmpty)
+}
+
+func (f *OutcomesFixture) TestABrokerWaitIsHeldByTheRungOfThePolicysLadder() {
+	f.connector.declarer = true
+	third := delivery("a")
+	third.Attempt = 3 // Exponential(6, 10s, 5m): the wait after attempt 3 is 40 s
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return Retry(ctx, d, errors.New("later"))
+	}, []option{Options.Policy(retrypolicy.Exponential(6, 10*time.Second, 5*time.Minute))}, third)
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.40s 40s"}) // never jittered
+	f.So(f.connector.targets(), should.Equal, []string{"q.retry.40s a: "})
+	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 4)
+	f.So(f.sleeper.slept, should.BeEmpty)
+}
+
+func (f *OutcomesFixture) TestAFractionalPolicyWaitIsHeldByTheRungOfItsWholeSecondsRoundedUp() {
+	f.connector.declarer = true
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 30500*time.Millisecond)))
+	want, _ := retrypolicy.Fixed(3, 30500*time.Millisecond).RungFor("q", 30500*time.Millisecond)
+	f.So(want.Name, should.Equal, "q.retry.31s")
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.31s 31s"})
+	f.So(f.connector.targets(), should.Equal, []string{"q.retry.31s a: "})
+}
+
+func (f *OutcomesFixture) TestAThresholdOfZeroNeverHoldsAWaitInTheBroker() {
+	f.connector.declarer = true
+	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute }), Options.BrokerWaitThreshold(0))
+	f.So(f.connector.declared, should.BeEmpty)
+	f.So(f.sleeper.slept, should.Equal, []time.Duration{2 * time.Minute})
+	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
+}
+
+func (f *OutcomesFixture) TestAPolicyThatWaitsInTheBrokerFromZeroNeverDoes() {
+	f.connector.declarer = true
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Minute).WaitInBrokerFrom(0)))
+	f.So(f.connector.declared, should.BeEmpty)
+	f.So(f.sleeper.slept, should.Equal, []time.Duration{2 * time.Minute})
+	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
+}
+
+func (f *OutcomesFixture) TestTheThresholdOptionOverridesThePolicys() {
+	f.connector.declarer = true
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Second).WithJitter(0)), Options.BrokerWaitThreshold(time.Second))
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2s 2s"})
+	f.So(f.sleeper.slept, should.BeEmpty)
 }
 
 // handleRerun runs one Handle whose inner handler is re-run, as an inner retry
