@@ -95,7 +95,7 @@ func (p *publisher) declareRung(ctx context.Context, queue, rung string, delay t
 	if p.rungs[rung] {
 		return nil
 	}
-	declarer, ok := p.connection.(Declarer)
+	declarer, ok := messaging.As[Declarer](p.connection)
 	if !ok {
 		return errNoDeclarer
 	}

@@ -2,8 +2,10 @@ package deadletter
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -24,4 +26,38 @@ type Declarer interface {
 	// whole number of seconds) with exactly the three arguments of
 	// retrypolicy.RungArguments(queue, ttl).
 	DeclareRetryRung(ctx context.Context, queue, rung string, ttl time.Duration) error
+}
+
+// DeclareRungs declares on connection, ahead of any retry, the rungs that the
+// settlement New(connector, inner, options...) would hold queue's broker
+// waits in: the ladder of its policy (retrypolicy.Policy.Rungs, with
+// Options.BrokerWaitThreshold applied), each with queue's binding to
+// acemq.retry. The streaming runtime calls it when a consumer starts, so the
+// rungs exist before the first retry. It returns the rungs it declared.
+//
+// It declares nothing, and returns nil, when the ladder is empty (no wait
+// reaches the broker), when Options.RetryDelay replaces the policy's waits
+// (they are not known ahead), with Options.RefuseRetry, or when neither
+// connection nor any Connection beneath it implements Declarer (Retry then
+// holds waits as Options.BrokerWaitThreshold describes). It stops at the first
+// rung that cannot be declared and returns the error, which names the rung.
+func DeclareRungs(ctx context.Context, connection messaging.Connection, queue string, options ...Option) ([]retrypolicy.Rung, error) {
+	c := newConfig(options)
+	if c.retryDelay != nil || c.refuseRetry != "" {
+		return nil, nil
+	}
+	rungs := c.policy.Rungs(queue)
+	if len(rungs) == 0 {
+		return nil, nil
+	}
+	declarer, ok := messaging.As[Declarer](connection)
+	if !ok {
+		return nil, nil
+	}
+	for i, rung := range rungs {
+		if err := declarer.DeclareRetryRung(ctx, queue, rung.Name, rung.TTL); err != nil {
+			return rungs[:i], fmt.Errorf("deadletter: declare retry rung %q (%s) for queue %q: %w", rung.Name, rung.TTL, queue, err)
+		}
+	}
+	return rungs, nil
 }
