@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/deadletter"
 )
 
 // runner is one subscription's reconnect loop. It owns its connection.
@@ -24,6 +25,9 @@ type runner struct {
 	// workers are the subscription's handlers, each wrapped in the runtime's
 	// settlement (see settlement.go).
 	workers []messaging.Handler
+	// settlement configures the workers' settlement; it names the retry rungs
+	// declared when a session starts.
+	settlement []deadletter.Option
 	// startup hears how the first attempt to open the stream concluded.
 	startup    *startup
 	openedOnce sync.Once
@@ -44,6 +48,7 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
 		workers:      settled(connector, subscription, cfg),
+		settlement:   settlementOptions(subscription, cfg),
 		startup:      startup,
 	}
 }
@@ -125,12 +130,37 @@ func (r *runner) session() bool {
 		r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
 		return false
 	}
+	r.declareRungs(connection)
 	r.monitor.StreamOpened(queue, nil)
 	r.firstOpen(nil)
 	started := r.clock.Now()
 	acknowledged := newSession(r, stream).run()
 	r.monitor.StreamClosed(queue)
 	return acknowledged || r.clock.Now().Sub(started) >= healthySession
+}
+
+// declareRungs declares the retry rungs of the subscription's retry policy
+// and the queue's acemq.retry binding as the consumer starts, not on the
+// first retry, when the subscription establishes its topology. A failure is
+// logged, not fatal: the settlement declares a rung again when it first
+// needs it, and says so if it still cannot.
+func (r *runner) declareRungs(connection messaging.Connection) {
+	if !r.subscription.establishTopology {
+		return
+	}
+	queue := r.subscription.queue
+	rungs, err := deadletter.DeclareRungs(r.soft, connection, queue, r.settlement...)
+	if err != nil {
+		if r.soft.Err() == nil {
+			r.logger.Warn(fmt.Sprintf("Unable to declare the retry rungs of stream [%s] [%v]; they will be declared on the first retry.", queue, err),
+				slog.String("stream", queue), slog.Any("error", err))
+		}
+		return
+	}
+	if len(rungs) > 0 {
+		r.logger.Debug(fmt.Sprintf("Declared [%d] retry rung(s) of stream [%s].", len(rungs), queue),
+			slog.String("stream", queue), slog.Int("rungs", len(rungs)))
+	}
 }
 
 func (r *runner) openFailed(format string, err error) {

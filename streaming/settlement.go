@@ -14,6 +14,17 @@ import (
 // of the user's own inside it takes over for every batch it handles, so
 // nothing is set aside twice.
 func settled(connector messaging.Connector, subscription *Subscription, cfg config) []messaging.Handler {
+	options := settlementOptions(subscription, cfg)
+	workers := make([]messaging.Handler, 0, len(subscription.workers))
+	for _, worker := range subscription.workers {
+		workers = append(workers, deadletter.New(connector, worker, options...))
+	}
+	return workers
+}
+
+// settlementOptions configure the runtime's settlement of subscription; the
+// runner also declares the retry rungs they imply when a consumer starts.
+func settlementOptions(subscription *Subscription, cfg config) []deadletter.Option {
 	options := []deadletter.Option{
 		deadletter.Options.FullDelivery(subscription.fullDelivery),
 		deadletter.Options.Logger(cfg.logger),
@@ -24,9 +35,5 @@ func settled(connector messaging.Connector, subscription *Subscription, cfg conf
 	if !subscription.policy.IsZero() {
 		options = append(options, deadletter.Options.Policy(subscription.policy))
 	}
-	workers := make([]messaging.Handler, 0, len(subscription.workers))
-	for _, worker := range subscription.workers {
-		workers = append(workers, deadletter.New(connector, worker, options...))
-	}
-	return workers
+	return options
 }
