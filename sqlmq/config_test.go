@@ -79,8 +79,8 @@ func (f *ConfigFixture) TestEachDialectHasItsSchemaAndTableSchemaRenamesTableAnd
 }
 
 func (f *ConfigFixture) TestPostgreSQLPlaceholdersAreNumbered() {
-	f.So(PostgreSQL.rebind("a = ? AND b IN (?,?)"), should.Equal, "a = $1 AND b IN ($2,$3)")
-	f.So(MySQL.rebind("a = ?"), should.Equal, "a = ?")
+	f.So(PostgreSQL.Rebind("a = ? AND b IN (?,?)"), should.Equal, "a = $1 AND b IN ($2,$3)")
+	f.So(MySQL.Rebind("a = ?"), should.Equal, "a = ?")
 }
 
 func (f *ConfigFixture) TestDataSourceOpensTheDatabaseAndTheProcessorClosesIt() {

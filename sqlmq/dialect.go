@@ -71,15 +71,21 @@ func TableSchema(d Dialect, table string) (string, error) {
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
 
+// IsTableName reports whether name is a plain identifier, optionally
+// schema.table: the only table names this module puts into SQL text. Other
+// packages keeping tables of their own (patterns) check theirs with it.
+func IsTableName(name string) bool { return identifier.MatchString(name) }
+
 func validTable(table string) error {
-	if !identifier.MatchString(table) {
+	if !IsTableName(table) {
 		return fmt.Errorf("sqlmq: table name %q is not a plain identifier; use letters, digits and underscores (optionally schema.table)", table)
 	}
 	return nil
 }
 
-// rebind turns the ? placeholders of query into the dialect's own.
-func (d Dialect) rebind(query string) string {
+// Rebind turns the ? placeholders of query into the dialect's own ($1, $2,
+// ... on PostgreSQL), so one query text serves every dialect.
+func (d Dialect) Rebind(query string) string {
 	if d.normal() != PostgreSQL {
 		return query
 	}

@@ -92,7 +92,7 @@ func (s *store) close() error {
 }
 
 func (s *store) q(query string) string {
-	return s.dialect.rebind(strings.ReplaceAll(query, "{t}", s.table))
+	return s.dialect.Rebind(strings.ReplaceAll(query, "{t}", s.table))
 }
 
 // execer is what an insert needs from a *sql.Tx.

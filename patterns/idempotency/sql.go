@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,15 +33,13 @@ type SQLStore struct {
 	insert, reclaim, lookup, confirm, release, prune string
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
-
 // NewSQLStore returns a store over db in dialect (sqlmq.MySQL, sqlmq.PostgreSQL
 // or sqlmq.SQLite). StoreOptions.Table, ClaimTimeout and Clock apply. It
 // creates nothing: apply Schema with your migrations. The error is a table
 // name that is not a plain identifier.
 func NewSQLStore(db DB, dialect sqlmq.Dialect, options ...StoreOption) (*SQLStore, error) {
 	c := newStoreConfig(options)
-	if !identifier.MatchString(c.table) {
+	if !sqlmq.IsTableName(c.table) {
 		return nil, fmt.Errorf("idempotency: table name %q is not a plain identifier; use letters, digits and underscores (optionally schema.table)", c.table)
 	}
 	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, now: c.now, table: c.table}
@@ -53,12 +49,12 @@ func NewSQLStore(db DB, dialect sqlmq.Dialect, options ...StoreOption) (*SQLStor
 		ignore = " ON DUPLICATE KEY UPDATE " + key + " = " + key
 	}
 	t := s.table
-	s.insert = s.rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed) VALUES (?, ?, FALSE)" + ignore)
-	s.reclaim = s.rebind("UPDATE " + t + " SET handled_at = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
-	s.lookup = s.rebind("SELECT confirmed FROM " + t + " WHERE " + key + " = ?")
-	s.confirm = s.rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ? WHERE " + key + " = ?")
-	s.release = s.rebind("DELETE FROM " + t + " WHERE " + key + " = ? AND confirmed = FALSE")
-	s.prune = s.rebind("DELETE FROM " + t + " WHERE handled_at < ?")
+	s.insert = s.dialect.Rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed) VALUES (?, ?, FALSE)" + ignore)
+	s.reclaim = s.dialect.Rebind("UPDATE " + t + " SET handled_at = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
+	s.lookup = s.dialect.Rebind("SELECT confirmed FROM " + t + " WHERE " + key + " = ?")
+	s.confirm = s.dialect.Rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ? WHERE " + key + " = ?")
+	s.release = s.dialect.Rebind("DELETE FROM " + t + " WHERE " + key + " = ? AND confirmed = FALSE")
+	s.prune = s.dialect.Rebind("DELETE FROM " + t + " WHERE handled_at < ?")
 	return s, nil
 }
 
@@ -183,22 +179,4 @@ func (s *SQLStore) at(t time.Time) any {
 		return t.UTC().Format("2006-01-02 15:04:05.000000")
 	}
 	return t.UTC()
-}
-
-// rebind turns ? placeholders into PostgreSQL's $n.
-func (s *SQLStore) rebind(query string) string {
-	if s.dialect != sqlmq.PostgreSQL {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
