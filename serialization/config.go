@@ -24,6 +24,7 @@ type configuration struct {
 	ignoreUnknownMessageTypes   bool
 	ignoreUnknownContentTypes   bool
 	ignoreDeserializationErrors bool
+	keepAddress                 bool
 
 	logger  *slog.Logger
 	monitor Monitor
@@ -63,6 +64,14 @@ func (singleton) ReadTypes(types map[string]reflect.Type) option {
 			}
 		}
 	}
+}
+
+// TopicFromType says whether an empty Dispatch.Topic becomes the message's
+// type name (true, the default, as the core seed has it). With false the
+// address is left as written: an empty Topic stays the default exchange, so a
+// reply or a hop can go straight to a queue named by its RoutingKey.
+func (singleton) TopicFromType(enabled bool) option {
+	return func(c *configuration) { c.keepAddress = !enabled }
 }
 
 // WriteTypes maps Go types to the wire type names written to

@@ -56,7 +56,7 @@ func (c *configuration) encodeAll(dispatches []messaging.Dispatch) ([]messaging.
 }
 
 // encode fills Payload, ContentType and MessageType from Message, and Topic from
-// the type name when it is empty.
+// the type name when it is empty (unless Options.TopicFromType(false)).
 func (c *configuration) encode(dispatch *messaging.Dispatch) error {
 	name, ok := c.writeTypeName(dispatch.Message)
 	if !ok {
@@ -69,7 +69,7 @@ func (c *configuration) encode(dispatch *messaging.Dispatch) error {
 	dispatch.Payload = payload
 	dispatch.ContentType = c.serializer.ContentType()
 	dispatch.MessageType = name
-	if dispatch.Topic == "" {
+	if dispatch.Topic == "" && !c.keepAddress {
 		dispatch.Topic = name
 	}
 	return nil

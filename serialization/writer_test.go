@@ -84,6 +84,16 @@ func (f *WriterFixture) TestAnExplicitTopicIsKept() {
 	f.So(written.RoutingKey, should.Equal, "eu")
 }
 
+func (f *WriterFixture) TestWithoutTopicFromTypeAnEmptyTopicStaysTheDefaultExchange() {
+	_, err := f.writer(Options.TopicFromType(false)).Write(context.Background(), messaging.Dispatch{RoutingKey: "replies.42", Message: orderPlaced{}})
+
+	f.So(err, should.BeNil)
+	written := f.inner.connection.writer.written[0]
+	f.So(written.Topic, should.Equal, "")
+	f.So(written.RoutingKey, should.Equal, "replies.42")
+	f.So(written.MessageType, should.Equal, "order-placed")
+}
+
 func (f *WriterFixture) TestAPayloadWithoutMessagePassesUnchanged() {
 	dispatch := messaging.Dispatch{Topic: "raw", MessageType: "raw-type", ContentType: "text/plain", Payload: []byte("hello")}
 
