@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -25,39 +26,54 @@ type HandlerFixture struct {
 	*gunit.Fixture
 
 	inner    *fakeHandler
-	sleeper  *fakeSleeper
 	monitor  *fakeMonitor
 	logs     *bytes.Buffer
 	options  []option
-	ctx      context.Context
 	cancel   context.CancelFunc
 	messages []any
 	listener *fakeListener
+	// cancelAfter, when positive, cancels the context that long after
+	// Handle began, on the bubble's synthetic clock.
+	cancelAfter time.Duration
+	// elapsed is how long Handle ran, on the bubble's synthetic clock.
+	elapsed time.Duration
 }
 
 func (f *HandlerFixture) Setup() {
 	f.inner = &fakeHandler{}
-	f.sleeper = &fakeSleeper{}
 	f.monitor = &fakeMonitor{}
 	f.logs = &bytes.Buffer{}
 	f.listener = &fakeListener{}
-	f.ctx, f.cancel = context.WithCancel(outage.With(context.Background(), f.listener))
+	f.cancel = func() {}
 	f.messages = []any{1, 2, 3}
 	f.options = []option{
 		Options.Backoff(time.Second),
-		Options.Sleeper(f.sleeper.Sleep),
 		Options.Monitor(f.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(f.logs, nil))),
 		Options.Random(func() float64 { return 0.5 }),
 	}
 }
 
-func (f *HandlerFixture) Teardown() { f.cancel() }
-
+// handle runs the decorated handler once inside a synctest bubble, with the
+// default sleeper on the bubble's synthetic clock: every wait passes at once
+// in real time, and the fake handler's call times show each wait exactly.
 func (f *HandlerFixture) handle(extra ...option) (recovered any) {
-	defer func() { recovered = recover() }()
-	New(f.inner, append(f.options, extra...)...).Handle(f.ctx, f.messages...)
-	return nil
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		ctx, cancel := context.WithCancel(outage.With(context.Background(), f.listener))
+		defer cancel()
+		f.cancel = cancel
+		if f.cancelAfter > 0 {
+			timer := time.AfterFunc(f.cancelAfter, cancel)
+			defer timer.Stop()
+		}
+		began := time.Now()
+		defer func() {
+			recovered = recover()
+			f.elapsed = time.Since(began)
+		}()
+		New(f.inner, append(f.options, extra...)...).Handle(ctx, f.messages...)
+	})
+	return recovered
 }
 
 func (f *HandlerFixture) TestSuccessRunsOnceWithoutWaiting() {
@@ -66,7 +82,7 @@ func (f *HandlerFixture) TestSuccessRunsOnceWithoutWaiting() {
 	f.So(recovered, should.BeNil)
 	f.So(f.inner.calls, should.Equal, 1)
 	f.So(f.inner.batches[0], should.Equal, []any{1, 2, 3})
-	f.So(f.sleeper.waits, should.BeEmpty)
+	f.So(f.inner.waits(), should.BeEmpty)
 	f.So(f.monitor.attempts, should.Equal, []int{1})
 	f.So(f.monitor.results, should.Equal, []any{nil})
 }
@@ -79,7 +95,7 @@ func (f *HandlerFixture) TestPanicsAreRetriedWithTheSameBatchUntilSuccess() {
 	f.So(recovered, should.BeNil)
 	f.So(f.inner.calls, should.Equal, 3)
 	f.So(f.inner.batches[2], should.Equal, []any{1, 2, 3})
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second, time.Second})
 	f.So(f.monitor.attempts, should.Equal, []int{1, 2, 3})
 	f.So(f.monitor.results[0], should.Equal, "first")
 	f.So(f.monitor.results[1], should.Resemble, errors.New("second"))
@@ -94,7 +110,7 @@ func (f *HandlerFixture) TestExponentialWaitsDoubleUpToMaxBackoff() {
 
 	f.handle(Options.MaxBackoff(5*time.Second), Options.MaxAttempts(6))
 
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{
+	f.So(f.inner.waits(), should.Equal, []time.Duration{
 		time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second,
 	})
 }
@@ -107,7 +123,7 @@ func (f *HandlerFixture) TestTheDefaultBudgetIsFiveAttemptsOfTheDefaultPolicy() 
 
 	f.So(recovered, should.Equal, 5)
 	f.So(f.inner.calls, should.Equal, 5)
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{ // the jitter's midpoint: the schedule
+	f.So(f.inner.waits(), should.Equal, []time.Duration{ // the jitter's midpoint: the schedule
 		time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 	})
 	f.So(f.logs.String(), should.ContainSubstring, "Handler failed on attempt [5] of [5]; giving up.")
@@ -121,7 +137,7 @@ func (f *HandlerFixture) TestAPolicyStatesTheAttemptsAndTheWaits() {
 
 	f.So(recovered, should.Equal, 3)
 	f.So(f.inner.calls, should.Equal, 3)
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{7 * time.Second, 7 * time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{7 * time.Second, 7 * time.Second})
 }
 
 func (f *HandlerFixture) TestShorthandsOverrideThePolicy() {
@@ -130,7 +146,7 @@ func (f *HandlerFixture) TestShorthandsOverrideThePolicy() {
 	recovered := f.handle(Options.Policy(retrypolicy.Fixed(4, 7*time.Second)), Options.MaxAttempts(2))
 
 	f.So(recovered, should.Equal, 2)
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second}) // Backoff(1s) from Setup
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second}) // Backoff(1s) from Setup
 }
 
 func (f *HandlerFixture) TestAnInvalidPolicyIsReportedAndUsedAsCorrected() {
@@ -149,7 +165,7 @@ func (f *HandlerFixture) TestWithoutMaxBackoffEveryWaitIsBackoff() {
 
 	f.handle()
 
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second, time.Second, time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second, time.Second, time.Second, time.Second})
 }
 
 func (f *HandlerFixture) TestMaxAttemptsRepanicsWithTheLastValue() {
@@ -159,7 +175,7 @@ func (f *HandlerFixture) TestMaxAttemptsRepanicsWithTheLastValue() {
 
 	f.So(recovered, should.Equal, "three")
 	f.So(f.inner.calls, should.Equal, 3)
-	f.So(f.sleeper.waits, should.HaveLength, 2)
+	f.So(f.inner.waits(), should.HaveLength, 2)
 	f.So(f.logs.String(), should.ContainSubstring, "giving up")
 }
 
@@ -172,7 +188,7 @@ func (f *HandlerFixture) TestFatalErrorRepanicsAtOnce() {
 	err, _ := recovered.(error)
 	f.So(messaging.IsFatal(err), should.BeTrue)
 	f.So(f.inner.calls, should.Equal, 1)
-	f.So(f.sleeper.waits, should.BeEmpty)
+	f.So(f.inner.waits(), should.BeEmpty)
 	f.So(f.logs.String(), should.ContainSubstring, "fatal")
 }
 
@@ -184,7 +200,7 @@ func (f *HandlerFixture) TestImmediateRetryValuesDoNotWait() {
 
 	f.So(recovered, should.BeNil)
 	f.So(f.inner.calls, should.Equal, 4)
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{0, 0, time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{0, 0, time.Second})
 }
 
 func (f *HandlerFixture) TestImmediateRetryToleratesUncomparableValues() {
@@ -193,13 +209,13 @@ func (f *HandlerFixture) TestImmediateRetryToleratesUncomparableValues() {
 	recovered := f.handle(Options.ImmediateRetry([]int{1}, struct{ v any }{v: []int{1}}))
 
 	f.So(recovered, should.BeNil)
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second, time.Second})
 }
 
 func (f *HandlerFixture) TestCancellationWhileWaitingStopsWithoutRunningAgain() {
 	last := errors.New("database down")
 	f.inner.failures = []any{last, last}
-	f.sleeper.onSleep = f.cancel
+	f.cancelAfter = 500 * time.Millisecond // halfway through the 1 s wait
 
 	recovered := f.handle()
 
@@ -209,11 +225,12 @@ func (f *HandlerFixture) TestCancellationWhileWaitingStopsWithoutRunningAgain() 
 	f.So(errors.Is(err, last), should.BeTrue)
 	f.So(err.Error(), should.ContainSubstring, "context ended")
 	f.So(f.inner.calls, should.Equal, 1)
+	f.So(f.elapsed, should.Equal, 500*time.Millisecond) // the wait ended at the cancellation
 }
 
 func (f *HandlerFixture) TestCancellationBeforeAnImmediateRetryStops() {
 	f.inner.failures = []any{"busy"}
-	f.inner.onCall = f.cancel
+	f.inner.onCall = func() { f.cancel() }
 
 	recovered := f.handle(Options.ImmediateRetry("busy"))
 
@@ -223,21 +240,16 @@ func (f *HandlerFixture) TestCancellationBeforeAnImmediateRetryStops() {
 	f.So(f.inner.calls, should.Equal, 1)
 }
 
-func (f *HandlerFixture) TestRealSleeperHonoursCancellation() {
-	f.options = append(f.options, Options.Sleeper(nil)) // back to the default sleeper
+func (f *HandlerFixture) TestAnHourLongWaitEndsAtOnceOnCancellation() {
 	f.inner.failures = []any{"fail"}
-	f.inner.onCall = f.cancel
+	f.inner.onCall = func() { f.cancel() }
 
-	done := make(chan any, 1)
-	go func() { done <- f.handle(Options.Backoff(time.Hour)) }()
+	recovered := f.handle(Options.Backoff(time.Hour))
 
-	select {
-	case recovered := <-done:
-		err, _ := recovered.(error)
-		f.So(errors.Is(err, context.Canceled), should.BeTrue)
-	case <-time.After(10 * time.Second):
-		f.Error("the default sleeper ignored the cancelled context")
-	}
+	err, _ := recovered.(error)
+	f.So(errors.Is(err, context.Canceled), should.BeTrue)
+	f.So(f.inner.calls, should.Equal, 1)
+	f.So(f.elapsed, should.Equal, time.Duration(0))
 }
 
 func (f *HandlerFixture) TestStackTraceCanBeOmitted() {
@@ -274,13 +286,24 @@ type nilPanic struct{}
 
 type fakeHandler struct {
 	calls    int
+	times    []time.Time
 	batches  [][]any
 	failures []any
 	onCall   func()
 }
 
+// waits returns the time between consecutive calls: inside a synctest
+// bubble, exactly the waits the decorator held between attempts.
+func (h *fakeHandler) waits() (waits []time.Duration) {
+	for i := 1; i < len(h.times); i++ {
+		waits = append(waits, h.times[i].Sub(h.times[i-1]))
+	}
+	return waits
+}
+
 func (h *fakeHandler) Handle(_ context.Context, messages ...any) {
 	h.calls++
+	h.times = append(h.times, time.Now())
 	h.batches = append(h.batches, messages)
 	if h.onCall != nil {
 		h.onCall()
@@ -294,19 +317,6 @@ func (h *fakeHandler) Handle(_ context.Context, messages ...any) {
 		panic(nil) // recover sees a *runtime.PanicNilError
 	}
 	panic(failure)
-}
-
-type fakeSleeper struct {
-	waits   []time.Duration
-	onSleep func()
-}
-
-func (s *fakeSleeper) Sleep(ctx context.Context, d time.Duration) error {
-	s.waits = append(s.waits, d)
-	if s.onSleep != nil {
-		s.onSleep()
-	}
-	return ctx.Err()
 }
 
 type fakeMonitor struct {
@@ -327,7 +337,10 @@ func (m *fakeMonitor) HandleAttempted(attempt int, result any) {
 
 func (f *HandlerFixture) TestTheMiddlewareFormIsNew() {
 	f.inner.failures = []any{"first"}
-	handler := messaging.Chain(Middleware(f.options...))(f.inner)
-	handler.Handle(f.ctx, f.messages...)
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		handler := messaging.Chain(Middleware(f.options...))(f.inner)
+		handler.Handle(context.Background(), f.messages...)
+	})
 	f.So(f.inner.calls, should.Equal, 2)
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second})
 }

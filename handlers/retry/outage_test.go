@@ -28,7 +28,7 @@ func (f *HandlerFixture) TestAnOutageSpendsNoAttempt() {
 	f.So(f.inner.calls, should.Equal, 6)
 	f.So(f.monitor.attempts, should.Equal, []int{1})
 	f.So(f.monitor.outages, should.Equal, []string{"started: database down", "ended"})
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second})
 	f.So(f.listener.events, should.Equal, []string{"waiting 1s", "waiting 2s", "waiting 4s", "waiting 8s", "waiting 16s", "resumed"})
 	f.So(f.logs.String(), should.ContainSubstring, "level=WARN")
 	f.So(f.logs.String(), should.ContainSubstring, "waiting on an outage")
@@ -38,7 +38,7 @@ func (f *HandlerFixture) TestAnOutageSpendsNoAttempt() {
 func (f *HandlerFixture) TestTheOutageWaitIsCappedWhateverMaxBackoffSays() {
 	f.inner.failures = []any{databaseDown, databaseDown, databaseDown, databaseDown, databaseDown}
 	f.handle(Options.MaxBackoff(time.Hour), Options.MaxOutageBackoff(5*time.Second))
-	f.So(f.sleeper.waits, should.Equal, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second})
+	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second})
 }
 
 func (f *HandlerFixture) TestTheDefaultOutageCapIsThirtySeconds() {
@@ -46,8 +46,8 @@ func (f *HandlerFixture) TestTheDefaultOutageCapIsThirtySeconds() {
 		f.inner.failures = append(f.inner.failures, databaseDown)
 	}
 	f.handle(Options.Backoff(10*time.Second), Options.JitterFactor(1), Options.Random(func() float64 { return 0.99 }))
-	f.So(f.sleeper.waits[len(f.sleeper.waits)-1], should.Equal, 30*time.Second)
-	for _, wait := range f.sleeper.waits {
+	f.So(f.inner.waits()[len(f.inner.waits())-1], should.Equal, 30*time.Second)
+	for _, wait := range f.inner.waits() {
 		f.So(wait, should.BeLessThanOrEqualTo, 30*time.Second)
 	}
 }
@@ -73,7 +73,7 @@ func (f *HandlerFixture) TestFatalWinsOverAnOutage() {
 
 func (f *HandlerFixture) TestCancellationEndsTheWaitUnacknowledgedAndKeepsTheOutageMark() {
 	f.inner.failures = []any{databaseDown, databaseDown}
-	f.sleeper.onSleep = f.cancel
+	f.cancelAfter = 500 * time.Millisecond // halfway through the first 1 s outage wait
 	recovered := f.handle(Options.MaxAttempts(1))
 	err, _ := recovered.(error)
 	f.So(err, should.NotBeNil)
