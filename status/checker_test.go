@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -23,22 +24,32 @@ func TestCheckerFixture(t *testing.T) {
 type CheckerFixture struct {
 	*gunit.Fixture
 	connector *fakeConnector
-	now       time.Time
 	logs      *bytes.Buffer
 	checker   *Checker
 }
 
-func (f *CheckerFixture) Setup() {
+func (f *CheckerFixture) Setup() { f.build() }
+
+func (f *CheckerFixture) build() {
 	f.connector = newFakeConnector()
-	f.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.logs = &bytes.Buffer{}
 	f.checker = New(
 		Options.Connector(f.connector),
 		Options.FailureTolerance(30*time.Second),
 		Options.SeverTimeout(5*time.Millisecond),
 		Options.Logger(slog.New(slog.NewTextHandler(f.logs, nil))),
-		Options.Now(func() time.Time { return f.now }),
 	)
+}
+
+// inBubble runs body in a synctest bubble with a fresh connector and checker
+// made inside it: the tolerance window and the sever timeout run on the
+// bubble's synthetic clock (time.Sleep advances it at once), and the fakes'
+// channels and the probes' goroutines belong to the bubble.
+func (f *CheckerFixture) inBubble(body func()) {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.build()
+		body()
+	})
 }
 
 func (f *CheckerFixture) TestHealthyBrokerIsNil() {
@@ -55,20 +66,24 @@ func (f *CheckerFixture) TestConnectionIsReusedBetweenHealthyProbes() {
 }
 
 func (f *CheckerFixture) TestFailureInsideTheWindowIsToleratedAndLogged() {
-	f.connector.commitErr = errors.New("broker restarting")
-	f.So(f.checker.Status(context.Background()), should.BeNil)
-	f.now = f.now.Add(29 * time.Second)
-	f.So(f.checker.Status(context.Background()), should.BeNil)
-	f.So(f.logs.String(), should.ContainSubstring, "broker restarting")
+	f.inBubble(func() {
+		f.connector.commitErr = errors.New("broker restarting")
+		f.So(f.checker.Status(context.Background()), should.BeNil)
+		time.Sleep(29 * time.Second)
+		f.So(f.checker.Status(context.Background()), should.BeNil)
+		f.So(f.logs.String(), should.ContainSubstring, "broker restarting")
+	})
 }
 
 func (f *CheckerFixture) TestFailurePastTheWindowIsReturned() {
-	f.connector.commitErr = errors.New("broker restarting")
-	_ = f.checker.Status(context.Background())
-	f.now = f.now.Add(31 * time.Second)
-	err := f.checker.Status(context.Background())
-	f.So(err, should.Wrap, f.connector.commitErr)
-	f.So(err.Error(), should.ContainSubstring, "window 30s")
+	f.inBubble(func() {
+		f.connector.commitErr = errors.New("broker restarting")
+		_ = f.checker.Status(context.Background())
+		time.Sleep(31 * time.Second)
+		err := f.checker.Status(context.Background())
+		f.So(err, should.Wrap, f.connector.commitErr)
+		f.So(err.Error(), should.ContainSubstring, "window 30s")
+	})
 }
 
 func (f *CheckerFixture) TestFailedProbeRedialsNextTime() {
@@ -81,14 +96,16 @@ func (f *CheckerFixture) TestFailedProbeRedialsNextTime() {
 }
 
 func (f *CheckerFixture) TestSuccessResetsTheWindow() {
-	f.connector.commitErr = errors.New("blip")
-	_ = f.checker.Status(context.Background())
-	f.connector.commitErr = nil
-	f.now = f.now.Add(20 * time.Second)
-	_ = f.checker.Status(context.Background())
-	f.connector.commitErr = errors.New("blip again")
-	f.now = f.now.Add(20 * time.Second)
-	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.inBubble(func() {
+		f.connector.commitErr = errors.New("blip")
+		_ = f.checker.Status(context.Background())
+		f.connector.commitErr = nil
+		time.Sleep(20 * time.Second)
+		_ = f.checker.Status(context.Background())
+		f.connector.commitErr = errors.New("blip again")
+		time.Sleep(20 * time.Second)
+		f.So(f.checker.Status(context.Background()), should.BeNil)
+	})
 }
 
 func (f *CheckerFixture) TestPermanentRefusalsBypassTheWindow() {
@@ -108,43 +125,49 @@ func (f *CheckerFixture) TestConnectRefusalBypassesTheWindow() {
 }
 
 func (f *CheckerFixture) TestBlockedConnectionIsNamedInTheError() {
-	f.connector.commitErr = fmt.Errorf("%w (reason: low on memory)", messaging.ErrPublishingPaused)
-	_ = f.checker.Status(context.Background())
-	f.now = f.now.Add(time.Minute)
-	err := f.checker.Status(context.Background())
-	f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
-	f.So(err.Error(), should.ContainSubstring, "low on memory")
+	f.inBubble(func() {
+		f.connector.commitErr = fmt.Errorf("%w (reason: low on memory)", messaging.ErrPublishingPaused)
+		_ = f.checker.Status(context.Background())
+		time.Sleep(time.Minute)
+		err := f.checker.Status(context.Background())
+		f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
+		f.So(err.Error(), should.ContainSubstring, "low on memory")
+	})
 }
 
 func (f *CheckerFixture) TestDeadlinePassingFirstSeversTheConnection() {
-	f.connector.block = true
-	f.now = f.now.Add(0)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-f.connector.commitStarted
-		cancel()
-	}()
-	f.checker.config.failureTolerance = time.Nanosecond // report the first failure
-	f.checker.config.severTimeout = time.Minute         // the severed probe returns; no race with a real clock
-	f.now = f.now.Add(time.Second)
-	err := f.checker.run(ctx)
-	f.So(errors.Is(err, context.Canceled), should.BeTrue)
-	f.So(errors.Is(err, errSevered), should.BeTrue)
-	f.So(f.connector.closedCount(), should.Equal, 1)
+	f.inBubble(func() {
+		f.connector.block = true
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-f.connector.commitStarted
+			cancel()
+		}()
+		f.checker.config.failureTolerance = time.Nanosecond // report the first failure
+		f.checker.config.severTimeout = time.Minute         // the severed probe returns well before it
+		err := f.checker.run(ctx)
+		f.So(errors.Is(err, context.Canceled), should.BeTrue)
+		f.So(errors.Is(err, errSevered), should.BeTrue)
+		f.So(f.connector.closedCount(), should.Equal, 1)
+	})
 }
 
 func (f *CheckerFixture) TestProbeIgnoringTheSeverIsAbandonedAfterTheSeverTimeout() {
-	f.connector.block = true
-	f.connector.ignoreSever = true
-	defer close(f.connector.release)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-f.connector.commitStarted
-		cancel()
-	}()
-	err := f.checker.run(ctx)
-	f.So(errors.Is(err, context.Canceled), should.BeTrue)
-	f.So(err.Error(), should.ContainSubstring, "did not return within 5ms")
+	f.inBubble(func() {
+		f.connector.block = true
+		f.connector.ignoreSever = true
+		defer close(f.connector.release)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-f.connector.commitStarted
+			cancel()
+		}()
+		began := time.Now()
+		err := f.checker.run(ctx)
+		f.So(errors.Is(err, context.Canceled), should.BeTrue)
+		f.So(err.Error(), should.ContainSubstring, "did not return within 5ms")
+		f.So(time.Since(began), should.Equal, 5*time.Millisecond)
+	})
 }
 
 func (f *CheckerFixture) TestProbeReportsTheFirstFailureWithoutTheWindow() {
@@ -155,23 +178,26 @@ func (f *CheckerFixture) TestProbeReportsTheFirstFailureWithoutTheWindow() {
 }
 
 func (f *CheckerFixture) TestAProbeAbandonedLaterDoesNotSeverTheNextProbesConnection() {
-	f.connector.block = true
-	f.connector.ignoreSever = true
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-f.connector.commitStarted
-		cancel()
-	}()
-	_ = f.checker.run(ctx) // abandoned after the sever timeout; its Commit still blocks
+	f.inBubble(func() {
+		f.connector.block = true
+		f.connector.ignoreSever = true
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-f.connector.commitStarted
+			cancel()
+		}()
+		_ = f.checker.run(ctx) // abandoned after the sever timeout; its Commit still blocks
 
-	f.connector.mu.Lock()
-	f.connector.block = false
-	f.connector.mu.Unlock()
-	f.So(f.checker.Probe(context.Background()), should.BeNil) // a new connection
-	closedBefore := f.connector.closedCount()
-	f.connector.release <- struct{}{} // the abandoned probe finally fails
-	f.So(f.checker.Probe(context.Background()), should.BeNil)
-	f.So(f.connector.closedCount(), should.Equal, closedBefore) // the new connection survived
+		f.connector.mu.Lock()
+		f.connector.block = false
+		f.connector.mu.Unlock()
+		f.So(f.checker.Probe(context.Background()), should.BeNil) // a new connection
+		closedBefore := f.connector.closedCount()
+		f.connector.release <- struct{}{} // the abandoned probe finally fails
+		synctest.Wait()                   // and has finished failing
+		f.So(f.checker.Probe(context.Background()), should.BeNil)
+		f.So(f.connector.closedCount(), should.Equal, closedBefore) // the new connection survived
+	})
 }
 
 func (f *CheckerFixture) TestSeveringAnOldConnectionLeavesTheCurrentOneAlone() {
@@ -188,19 +214,21 @@ func (f *CheckerFixture) TestSeveringAnOldConnectionLeavesTheCurrentOneAlone() {
 }
 
 func (f *CheckerFixture) TestAWaitingCallerGivesUpWhenItsContextEnds() {
-	f.connector.block = true
-	f.connector.ignoreSever = true
-	defer close(f.connector.release)
-	first, cancelFirst := context.WithCancel(context.Background())
-	defer cancelFirst()
-	go func() { _ = f.checker.run(first) }()
-	<-f.connector.commitStarted
+	f.inBubble(func() {
+		f.connector.block = true
+		f.connector.ignoreSever = true
+		defer close(f.connector.release)
+		first, cancelFirst := context.WithCancel(context.Background())
+		defer cancelFirst()
+		go func() { _ = f.checker.run(first) }()
+		<-f.connector.commitStarted
 
-	second, cancelSecond := context.WithCancel(context.Background())
-	cancelSecond()
-	err := f.checker.run(second)
-	f.So(errors.Is(err, context.Canceled), should.BeTrue)
-	f.So(err.Error(), should.ContainSubstring, "another probe is still running")
+		second, cancelSecond := context.WithCancel(context.Background())
+		cancelSecond()
+		err := f.checker.run(second)
+		f.So(errors.Is(err, context.Canceled), should.BeTrue)
+		f.So(err.Error(), should.ContainSubstring, "another probe is still running")
+	})
 }
 
 func (f *CheckerFixture) TestWithoutConnector() {
