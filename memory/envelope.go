@@ -3,13 +3,13 @@ package memory
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // message is a published message as the broker holds it: the envelope with
@@ -45,8 +45,8 @@ func envelopeOf(dispatch messaging.Dispatch, now time.Time, origin string) (mess
 	if e.MessageType == "" {
 		e.MessageType = e.RoutingKey
 	}
-	e.Version = int(clampInt32(max(e.Version, 1)))
-	e.Attempt = int(clampInt32(max(e.Attempt, 1)))
+	e.Version = int(wire.AtLeastOne(e.Version))
+	e.Attempt = int(wire.AtLeastOne(e.Attempt))
 	if e.FirstSeen.IsZero() {
 		e.FirstSeen = now
 	}
@@ -58,10 +58,10 @@ func envelopeOf(dispatch messaging.Dispatch, now time.Time, origin string) (mess
 	if e.Origin == "" {
 		e.Origin = origin
 	}
-	e.Expiration = wireExpiration(e.Expiration)
+	e.Expiration = wire.RoundExpiration(e.Expiration)
 	if route := strings.Join(e.Route, ","); route != "" {
 		e.Route = strings.Split(route, ",")
-		e.RoutePosition = int(clampInt32(max(e.RoutePosition, 0)))
+		e.RoutePosition = int(wire.ClampInt32(max(e.RoutePosition, 0)))
 	} else {
 		e.Route, e.RoutePosition, e.RouteID = nil, 0, ""
 	}
@@ -70,37 +70,21 @@ func envelopeOf(dispatch messaging.Dispatch, now time.Time, origin string) (mess
 	return e, nil
 }
 
-// wireExpiration rounds a TTL up to whole milliseconds, so a short TTL never
-// becomes 0; zero or negative means none.
-func wireExpiration(ttl time.Duration) time.Duration {
-	if ttl <= 0 {
-		return 0
-	}
-	if rest := ttl % time.Millisecond; rest != 0 {
-		ttl += time.Millisecond - rest
-	}
-	return ttl
-}
-
-func clampInt32(value int) int32 {
-	return int32(min(max(value, math.MinInt32), math.MaxInt32))
-}
-
 // wireHeaders copies the application's headers as an AMQP table carries them
 // (wire.Check has refused reserved names and values a table cannot hold).
 func wireHeaders(headers map[string]any) (map[string]any, error) {
 	if len(headers) == 0 {
 		return nil, nil
 	}
-	wire := make(map[string]any, len(headers))
+	copied := make(map[string]any, len(headers))
 	for name, value := range headers {
 		converted, err := wireValue(value)
 		if err != nil {
 			return nil, fmt.Errorf("memory: header %q cannot travel in an AMQP table (%w); use strings, numbers, booleans, times, []byte or nested amqp091.Table values", name, err)
 		}
-		wire[name] = converted
+		copied[name] = converted
 	}
-	return wire, nil
+	return copied, nil
 }
 
 // wireValue returns value as it arrives after a trip through an AMQP table:

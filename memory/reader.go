@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Names of the settlement topology a stream declares with DeadLetters.
 const (
-	DeadLetterExchange = "acemq.dlx"
-	DeadLetterSuffix   = ".dlq"
-	ParkedSuffix       = ".parked"
+	DeadLetterExchange = wire.DeadLetterExchange
+	DeadLetterSuffix   = wire.DeadLetterSuffix
+	ParkedSuffix       = wire.ParkedSuffix
 )
 
 // reader opens streams on its connection. Its state is guarded by the broker's lock.

@@ -1,0 +1,334 @@
+package wire
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// The envelope headers of the AceMQ wire contract. Every header under
+// ReservedPrefix is removed from Delivery.Headers on consume.
+const (
+	HeaderID            = ReservedPrefix + "id"
+	HeaderType          = ReservedPrefix + "type"
+	HeaderVersion       = ReservedPrefix + "version"
+	HeaderCorrelation   = ReservedPrefix + "correlation"
+	HeaderCausation     = ReservedPrefix + "causation"
+	HeaderAttempt       = ReservedPrefix + "attempt"
+	HeaderFirstSeen     = ReservedPrefix + "first-seen"
+	HeaderOrigin        = ReservedPrefix + "origin"
+	HeaderError         = ReservedPrefix + "error"
+	HeaderClaim         = ReservedPrefix + "claim"
+	HeaderRoute         = ReservedPrefix + "route"
+	HeaderRoutePosition = ReservedPrefix + "route-position"
+	HeaderRouteID       = ReservedPrefix + "route-id"
+)
+
+// Names of the settlement topology of the wire contract: a queue's rejected
+// messages go to {queue}.dlq through DeadLetterExchange, its parked ones to
+// {queue}.parked.
+const (
+	DeadLetterExchange = "acemq.dlx"
+	DeadLetterSuffix   = ".dlq"
+	ParkedSuffix       = ".parked"
+)
+
+// DeadLetterQueue is the dead-letter queue of queue: {queue}.dlq.
+func DeadLetterQueue(queue string) string { return queue + DeadLetterSuffix }
+
+// ParkedQueue is the parking queue of queue: {queue}.parked.
+func ParkedQueue(queue string) string { return queue + ParkedSuffix }
+
+// Properties are the message properties an envelope travels with beside its
+// headers, as Encode fills them and Decode reads them.
+type Properties struct {
+	// ID is the message id, whole (Encode: the dispatch's, else a new one).
+	ID string
+	// MessageID, CorrelationID and Type are the AMQP short-string properties:
+	// each is empty when its value does not fit one (only a Verbatim copy can
+	// carry a longer one, whole, in its header).
+	MessageID     string
+	CorrelationID string
+	Type          string
+	// Timestamp is the dispatch's, else now.
+	Timestamp time.Time
+	// Expiration is the TTL in decimal milliseconds, rounded up; empty: none.
+	Expiration string
+	// Persistent is false for a Transient dispatch.
+	Persistent bool
+}
+
+// Encode writes d's application headers and envelope headers into one map and
+// returns it with the properties, filling the envelope defaults: a new id,
+// correlation = id, type = routing key, version and attempt 1, first seen =
+// now, origin = defaultOrigin, timestamp = now. Application header values are
+// put in the map as they are (a transport converts them to its own table
+// type); the envelope's are strings, int32 and int64 (first seen in Unix
+// milliseconds). It does not check d: run Check first.
+func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[string]any, Properties) {
+	headers := make(map[string]any, len(d.Headers)+12)
+	for name, value := range d.Headers {
+		headers[name] = value
+	}
+
+	id := d.MessageID
+	if id == "" {
+		id = messaging.NewID()
+	}
+	correlation := d.CorrelationID
+	if correlation == "" {
+		correlation = id
+	}
+	messageType := d.MessageType
+	if messageType == "" {
+		messageType = d.RoutingKey
+	}
+	firstSeen := d.FirstSeen
+	if firstSeen.IsZero() {
+		firstSeen = now
+	}
+	origin := d.Origin
+	if origin == "" {
+		origin = defaultOrigin
+	}
+	timestamp := d.Timestamp
+	if timestamp.IsZero() {
+		timestamp = now
+	}
+
+	headers[HeaderID] = id
+	if messageType != "" {
+		headers[HeaderType] = messageType
+	}
+	headers[HeaderVersion] = AtLeastOne(d.Version)
+	headers[HeaderCorrelation] = correlation
+	putString(headers, HeaderCausation, d.CausationID)
+	headers[HeaderAttempt] = AtLeastOne(d.Attempt)
+	headers[HeaderFirstSeen] = firstSeen.UnixMilli()
+	putString(headers, HeaderOrigin, origin)
+	putString(headers, HeaderError, d.Error)
+	putString(headers, HeaderClaim, d.Claim)
+	if len(d.Route) > 0 {
+		headers[HeaderRoute] = strings.Join(d.Route, ",")
+		headers[HeaderRoutePosition] = ClampInt32(max(d.RoutePosition, 0))
+		putString(headers, HeaderRouteID, d.RouteID)
+	}
+
+	return headers, Properties{
+		ID:            id,
+		MessageID:     propertyOf(id),
+		CorrelationID: propertyOf(correlation),
+		Type:          propertyOf(d.MessageType),
+		Timestamp:     timestamp,
+		Expiration:    ExpirationMillis(d.Expiration),
+		Persistent:    !d.Transient,
+	}
+}
+
+// Decode reads the envelope fields of target from headers and props,
+// tolerantly: each comes from its header, else its property, else its default
+// (a new id; type = target.RoutingKey, which the transport sets first;
+// correlation = id; version and attempt 1). It sets target.Expiration from
+// props.Expiration and target.Headers to the headers outside the reserved
+// namespace (nil when there are none); the transport's own fields (delivery
+// id, queue, exchange, timestamp, payload, ...) are left to the caller.
+func Decode(headers map[string]any, props Properties, target *messaging.Delivery) {
+	h := headers
+	target.MessageID = firstString(Text(h[HeaderID]), props.MessageID)
+	if target.MessageID == "" {
+		target.MessageID = messaging.NewID()
+	}
+	target.MessageType = firstString(Text(h[HeaderType]), props.Type, target.RoutingKey)
+	target.CorrelationID = firstString(Text(h[HeaderCorrelation]), props.CorrelationID, target.MessageID)
+	target.CausationID = Text(h[HeaderCausation])
+	version, _ := Integer(h[HeaderVersion])
+	target.Version = PositiveOrOne(version)
+	attempt, _ := Integer(h[HeaderAttempt])
+	target.Attempt = PositiveOrOne(attempt)
+	if firstSeen, ok := Millis(h[HeaderFirstSeen]); ok {
+		target.FirstSeen = firstSeen
+	}
+	target.Origin = Text(h[HeaderOrigin])
+	target.Error = Text(h[HeaderError])
+	target.Claim = Text(h[HeaderClaim])
+	if route := Text(h[HeaderRoute]); route != "" {
+		target.Route = strings.Split(route, ",")
+		position, _ := Integer(h[HeaderRoutePosition])
+		target.RoutePosition = int(max(position, 0))
+		target.RouteID = Text(h[HeaderRouteID])
+	}
+	target.Expiration = ParseExpiration(props.Expiration)
+
+	for name, value := range h {
+		if IsReserved(name) {
+			continue
+		}
+		if target.Headers == nil {
+			target.Headers = make(map[string]any, len(h))
+		}
+		target.Headers[name] = value
+	}
+}
+
+// propertyOf is value when it fits an AMQP short-string property, else empty.
+func propertyOf(value string) string {
+	if FitsProperty(value) {
+		return value
+	}
+	return ""
+}
+
+func putString(headers map[string]any, name, value string) {
+	if value != "" {
+		headers[name] = value
+	}
+}
+
+func firstString(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// AtLeastOne is value, at least 1, clamped to an int32 (version and attempt).
+func AtLeastOne(value int) int32 { return ClampInt32(max(value, 1)) }
+
+// ClampInt32 is value clamped to the int32 range an AMQP table integer holds.
+func ClampInt32(value int) int32 {
+	return int32(min(max(value, math.MinInt32), math.MaxInt32))
+}
+
+// PositiveOrOne is a decoded version or attempt: value, or 1 when it is below
+// 1, clamped to MaxInt32.
+func PositiveOrOne(value int64) int {
+	if value < 1 {
+		return 1
+	}
+	return int(min(value, math.MaxInt32))
+}
+
+// Text reads a header value sent as a string or as bytes; anything else is "".
+func Text(value any) string {
+	switch v := value.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	default:
+		return ""
+	}
+}
+
+// Millis reads a time sent as Unix milliseconds (any form Integer reads), in UTC.
+func Millis(value any) (time.Time, bool) {
+	ms, ok := Integer(value)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
+}
+
+// Integer reads an integer sent in any width, as a string, or as a float
+// (truncated); false when value is none of these or is out of the int64 range.
+func Integer(value any) (int64, bool) {
+	switch v := value.(type) {
+	case int8:
+		return int64(v), true
+	case int16:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
+	case int:
+		return int64(v), true
+	case uint8:
+		return int64(v), true
+	case uint16:
+		return int64(v), true
+	case uint32:
+		return int64(v), true
+	case uint64:
+		if v > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(v), true
+	case uint:
+		if uint64(v) > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(v), true
+	case float32:
+		return fromFloat(float64(v))
+	case float64:
+		return fromFloat(v)
+	case string:
+		return fromText(v)
+	case []byte:
+		return fromText(string(v))
+	default:
+		return 0, false
+	}
+}
+
+func fromFloat(v float64) (int64, bool) {
+	if math.IsNaN(v) || v >= math.MaxInt64 || v <= math.MinInt64 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+func fromText(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, true
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return fromFloat(f)
+	}
+	return 0, false
+}
+
+// RoundExpiration rounds a TTL up to whole milliseconds, as it travels, so a
+// short TTL never becomes 0; zero or negative means none (0).
+func RoundExpiration(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return 0
+	}
+	if rest := ttl % time.Millisecond; rest != 0 {
+		ttl += time.Millisecond - rest
+	}
+	return ttl
+}
+
+// ExpirationMillis renders a TTL as the decimal milliseconds AMQP expects,
+// rounded up (RoundExpiration); empty for none.
+func ExpirationMillis(ttl time.Duration) string {
+	if ttl <= 0 {
+		return ""
+	}
+	ms := ttl / time.Millisecond
+	if ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return strconv.FormatInt(int64(ms), 10)
+}
+
+// ParseExpiration reads an AMQP expiration: decimal milliseconds; anything
+// else, zero or negative is none (0); too large is the longest duration.
+func ParseExpiration(value string) time.Duration {
+	ms, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
