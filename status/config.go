@@ -67,10 +67,6 @@ func (singleton) Logger(value *slog.Logger) option {
 	return func(c *configuration) { c.logger = value }
 }
 
-// Now is the clock the tolerance window is measured with (for tests).
-func (singleton) Now(value func() time.Time) option {
-	return func(c *configuration) { c.now = value }
-}
 
 // Check adds a dependency to Report under name: check returns nil when the
 // dependency answers (for a database, a ping), and must honour its context,

@@ -36,9 +36,9 @@ func DefaultPolicy() retrypolicy.Policy {
 	return retrypolicy.Exponential(DefaultMaxAttempts, DefaultBackoff, DefaultMaxBackoff)
 }
 
-// Sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
-// when the context ended. It is a seam for tests.
-type Sleeper func(ctx context.Context, d time.Duration) error
+// sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
+// when the context ended.
+type sleeper func(ctx context.Context, d time.Duration) error
 
 // Options is the entry point for configuring New: retry.Options.Backoff(time.Second).
 var Options singleton
@@ -66,7 +66,7 @@ type configuration struct {
 	logStack    bool
 	logger      *slog.Logger
 	monitor     Monitor
-	sleep       Sleeper
+	sleep       sleeper
 	random      func() float64
 }
 
@@ -198,11 +198,6 @@ func (singleton) Monitor(monitor Monitor) option {
 	return func(c *configuration) { c.monitor = monitor }
 }
 
-// Sleeper replaces the wait between attempts; tests use it to observe waits
-// without a clock. Nil means the default, which honours the context.
-func (singleton) Sleeper(sleeper Sleeper) option {
-	return func(c *configuration) { c.sleep = sleeper }
-}
 
 // Random replaces the jitter's random source, which must return values in
 // [0, 1). Nil means the default.
