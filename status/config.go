@@ -67,7 +67,6 @@ func (singleton) Logger(value *slog.Logger) option {
 	return func(c *configuration) { c.logger = value }
 }
 
-
 // Check adds a dependency to Report under name: check returns nil when the
 // dependency answers (for a database, a ping), and must honour its context,
 // which ends after CheckTimeout. A failing check fails the report at once.

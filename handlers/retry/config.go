@@ -198,7 +198,6 @@ func (singleton) Monitor(monitor Monitor) option {
 	return func(c *configuration) { c.monitor = monitor }
 }
 
-
 // Random replaces the jitter's random source, which must return values in
 // [0, 1). Nil means the default.
 func (singleton) Random(random func() float64) option {
