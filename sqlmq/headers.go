@@ -22,7 +22,7 @@ import (
 // encode would otherwise be durable and unpublishable. A nested map[string]any
 // is stored, and published, as an amqp091.Table.
 
-const maxHeaderDepth = 32
+const maxHeaderDepth = wire.MaxHeaderDepth
 
 // encodeHeaders returns the stored form of headers; nil headers are stored as
 // NULL (ok false).

@@ -83,7 +83,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			}
 		default:
 			reason := undecodable(delivery.Undecodable)
-			if err := c.setAside(ctx, delivery, delivery.SourceQueue+".parked", ActionParked, reason); err != nil {
+			if err := c.setAside(ctx, delivery, wire.ParkedQueue(delivery.SourceQueue), ActionParked, reason); err != nil {
 				panic(err)
 			}
 		}
@@ -388,7 +388,7 @@ func (c *call) giveUp(ctx context.Context, delivery messaging.Delivery, value an
 	if err, isError := value.(error); c.config.maxAttempts > 0 && !(isError && messaging.IsFatal(err)) {
 		attempt = max(attempt, c.config.maxAttempts)
 	}
-	if err := c.setAsideAt(ctx, delivery, delivery.SourceQueue+".dlq", ActionDeadLettered, reason, attempt); err != nil {
+	if err := c.setAsideAt(ctx, delivery, wire.DeadLetterQueue(delivery.SourceQueue), ActionDeadLettered, reason, attempt); err != nil {
 		panic(err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -80,7 +81,7 @@ func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error
 	}
 	queue := delivery.SourceQueue
 	if err != nil && messaging.IsFatal(err) {
-		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, unprocessable(err))
+		return c.setAside(ctx, delivery, wire.DeadLetterQueue(queue), ActionDeadLettered, unprocessable(err))
 	}
 	attempt := max(delivery.Attempt, 1)
 	outage := err != nil && messaging.IsOutage(err)
@@ -89,7 +90,7 @@ func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error
 		if err != nil {
 			reason = exhausted(budget, err.Error())
 		}
-		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, reason)
+		return c.setAside(ctx, delivery, wire.DeadLetterQueue(queue), ActionDeadLettered, reason)
 	}
 	if !outage && c.config.policyStated && c.config.policy.MaxAge() > 0 {
 		// The attempts passed above, so the only reason left is the age.
@@ -98,7 +99,7 @@ func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error
 			if err != nil {
 				reason = decision.Reason + ": " + err.Error()
 			}
-			return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, reason)
+			return c.setAside(ctx, delivery, wire.DeadLetterQueue(queue), ActionDeadLettered, reason)
 		}
 	}
 	dispatch := delivery.Redispatch(queue)
@@ -209,12 +210,12 @@ func (c *call) Settle(ctx context.Context, delivery messaging.Delivery, decision
 		}
 		return nil
 	case messaging.Rejected:
-		return c.setAside(ctx, delivery, queue+".dlq", ActionDeadLettered, rejected(decision.Reason))
+		return c.setAside(ctx, delivery, wire.DeadLetterQueue(queue), ActionDeadLettered, rejected(decision.Reason))
 	case messaging.Parked:
-		return c.setAside(ctx, delivery, queue+".parked", ActionParked, parked(decision.Reason))
+		return c.setAside(ctx, delivery, wire.ParkedQueue(queue), ActionParked, parked(decision.Reason))
 	case messaging.Retried, messaging.InProgressed:
 		if c.config.refuseRetry != "" {
-			return c.setAside(ctx, delivery, queue+".parked", ActionParked, refusedReason(decision, c.config.refuseRetry))
+			return c.setAside(ctx, delivery, wire.ParkedQueue(queue), ActionParked, refusedReason(decision, c.config.refuseRetry))
 		}
 		if decision.Verdict == messaging.Retried {
 			return c.retry(ctx, delivery, decision.Reason)
