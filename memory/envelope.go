@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -26,45 +25,38 @@ type message struct {
 // envelopeOf fills the transport's defaults into a copy of dispatch and makes
 // it what the RabbitMQ transport puts on the wire and reads back: reserved or
 // untransmittable headers are refused, header values take their AMQP types,
-// times and the TTL are rounded as the wire rounds them (timestamp to seconds,
-// first seen to milliseconds, expiration up to whole milliseconds), version and
-// attempt are at least 1, and a route travels comma-joined.
+// and the envelope fields go through the wire contract's own encoding and
+// decoding (wire.Encode, wire.Decode), so that their defaults and rounding
+// (first seen to milliseconds, expiration up to whole milliseconds, version and
+// attempt at least 1, a route comma-joined) are the RabbitMQ transport's; the
+// timestamp keeps whole seconds, as an AMQP timestamp does.
 func envelopeOf(dispatch messaging.Dispatch, now time.Time, origin string) (messaging.Dispatch, error) {
 	e := dispatch
 	headers, err := wireHeaders(e.Headers)
 	if err != nil {
 		return messaging.Dispatch{}, err
 	}
+	e.Headers = nil
+	fields, props := wire.Encode(e, now, origin)
+	read := messaging.Delivery{RoutingKey: e.RoutingKey}
+	wire.Decode(fields, props, &read)
+
 	e.Headers = headers
-	if e.MessageID == "" {
-		e.MessageID = messaging.NewID()
-	}
-	if e.CorrelationID == "" {
-		e.CorrelationID = e.MessageID
-	}
-	if e.MessageType == "" {
-		e.MessageType = e.RoutingKey
-	}
-	e.Version = int(wire.AtLeastOne(e.Version))
-	e.Attempt = int(wire.AtLeastOne(e.Attempt))
-	if e.FirstSeen.IsZero() {
-		e.FirstSeen = now
-	}
-	e.FirstSeen = time.UnixMilli(e.FirstSeen.UnixMilli()).UTC()
-	if e.Timestamp.IsZero() {
-		e.Timestamp = now
-	}
-	e.Timestamp = time.Unix(e.Timestamp.Unix(), 0).UTC()
-	if e.Origin == "" {
-		e.Origin = origin
-	}
-	e.Expiration = wire.RoundExpiration(e.Expiration)
-	if route := strings.Join(e.Route, ","); route != "" {
-		e.Route = strings.Split(route, ",")
-		e.RoutePosition = int(wire.ClampInt32(max(e.RoutePosition, 0)))
-	} else {
-		e.Route, e.RoutePosition, e.RouteID = nil, 0, ""
-	}
+	e.MessageID = read.MessageID
+	e.CorrelationID = read.CorrelationID
+	e.CausationID = read.CausationID
+	e.MessageType = read.MessageType
+	e.Version = read.Version
+	e.Attempt = read.Attempt
+	e.FirstSeen = read.FirstSeen
+	e.Origin = read.Origin
+	e.Error = read.Error
+	e.Claim = read.Claim
+	e.Route = read.Route
+	e.RoutePosition = read.RoutePosition
+	e.RouteID = read.RouteID
+	e.Expiration = read.Expiration
+	e.Timestamp = time.Unix(props.Timestamp.Unix(), 0).UTC()
 	e.Payload = bytes.Clone(e.Payload)
 	e.Message = nil
 	return e, nil
