@@ -35,6 +35,7 @@ type Checker struct {
 	connection   messaging.Connection
 	writer       messaging.CommitWriter
 	failingSince time.Time
+	stillRunning map[int]bool // Report's checks whose goroutine has not returned
 }
 
 // New returns a Checker. It does not connect until the first Status call.

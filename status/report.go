@@ -59,7 +59,7 @@ func (c *Checker) Report(ctx context.Context) Report {
 		go func() {
 			defer wg.Done()
 			results[i] = CheckResult{Name: names[i], Status: "ok"}
-			if err := c.bounded(ctx, funcs[i]); err != nil {
+			if err := c.bounded(ctx, i, funcs[i]); err != nil {
 				results[i].Status = "failing"
 				results[i].Error = c.redact(err).Error()
 			}
@@ -76,14 +76,38 @@ func (c *Checker) Report(ctx context.Context) Report {
 	return report
 }
 
-// bounded runs check with ctx limited to the check timeout, and returns when
-// the timeout passes even if check ignores its context (that check's goroutine
-// ends when check does; a check must honour its context to not pile up).
-func (c *Checker) bounded(ctx context.Context, check func(context.Context) error) error {
+// errStillRunning reports a check whose earlier run outlived its bound and has
+// not returned yet; it is not started again, so a check that ignores its
+// context cannot pile up one goroutine per request.
+var errStillRunning = errors.New("an earlier run of this check has not returned; it is ignoring its context")
+
+// bounded runs check (the index-th of Report) with ctx limited to the check
+// timeout, and returns when the timeout passes even if check ignores its
+// context. At most one run of each check is in flight: while one that
+// outlived its bound is still running, the check fails at once instead of
+// starting another goroutine.
+func (c *Checker) bounded(ctx context.Context, index int, check func(context.Context) error) error {
+	c.mu.Lock()
+	if c.stillRunning[index] {
+		c.mu.Unlock()
+		return errStillRunning
+	}
+	if c.stillRunning == nil {
+		c.stillRunning = map[int]bool{}
+	}
+	c.stillRunning[index] = true
+	c.mu.Unlock()
+
 	ctx, cancel := context.WithTimeout(ctx, c.config.checkTimeout)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- check(ctx) }()
+	go func() {
+		err := check(ctx)
+		c.mu.Lock()
+		delete(c.stillRunning, index)
+		c.mu.Unlock()
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err
@@ -91,10 +115,7 @@ func (c *Checker) bounded(ctx context.Context, check func(context.Context) error
 		// Give a check that honours its context the chance to say why.
 		select {
 		case err := <-done:
-			if err != nil {
-				return err
-			}
-			return nil
+			return err
 		default:
 			return fmt.Errorf("did not answer within %s: %w", c.config.checkTimeout, ctx.Err())
 		}

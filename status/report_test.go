@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -61,6 +63,27 @@ func (f *CheckerFixture) TestACheckIgnoringItsContextIsBoundedByTheCheckTimeout(
 		f.So(time.Since(began), should.Equal, 10*time.Millisecond)
 		f.So(report.Healthy(), should.BeFalse)
 		f.So(report.Checks[1].Error, should.ContainSubstring, "did not answer within 10ms")
+	})
+}
+
+func (f *CheckerFixture) TestACheckStillRunningIsNotStartedAgain() {
+	f.inBubble(func() {
+		release := make(chan struct{})
+		var started atomic.Int32
+		checker := New(Options.Connector(f.connector),
+			Options.CheckTimeout(10*time.Millisecond),
+			Options.Check("stuck", func(context.Context) error { started.Add(1); <-release; return nil }))
+		for range 5 {
+			report := checker.Report(context.Background())
+			f.So(report.Healthy(), should.BeFalse)
+		}
+		f.So(started.Load(), should.Equal, 1) // one goroutine, not one per request
+		f.So(checker.Report(context.Background()).Checks[1].Error, should.ContainSubstring, "has not returned")
+
+		close(release)
+		synctest.Wait()
+		f.So(checker.Report(context.Background()).Healthy(), should.BeTrue)
+		f.So(started.Load(), should.Equal, 2)
 	})
 }
 
