@@ -3,6 +3,9 @@ package messaging
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"syscall"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -57,6 +60,9 @@ func (f *BrokerErrorFixture) TestOutage() {
 	f.So(IsOutage(ErrCommitTimeout), should.BeTrue)
 	f.So(IsOutage(Fatal(Outage(base))), should.BeFalse)
 	f.So(IsOutage(&FieldError{Field: "MessageID", Size: 300, Limit: 255}), should.BeFalse)
+	f.So(IsOutage(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), should.BeTrue)
+	f.So(IsOutage(&url.Error{Op: "Get", URL: "http://x", Err: &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}}), should.BeFalse)
+	f.So(IsOutage(&url.Error{Op: "Get", URL: "http://x", Err: &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}}), should.BeTrue)
 }
 
 func (f *BrokerErrorFixture) TestFieldError() {

@@ -22,10 +22,13 @@ func isDependencyFailure(err error) bool {
 			return true
 		}
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
+	// A network error counts when it timed out or is a failed dial, read or
+	// write: not a malformed URL, a TLS refusal or an unknown host, which
+	// waiting does not fix.
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
 		return true
 	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr)
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
 }

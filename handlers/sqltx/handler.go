@@ -46,7 +46,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	tx, err := h.db.BeginTx(ctx, &sql.TxOptions{Isolation: h.config.isolation})
 	h.config.monitor.TransactionStarted(err)
 	if err != nil {
-		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("sqltx: begin a transaction: %w; is the database reachable?", err)))
+		panic(dbfault.BeginFailed(ctx.Err(), fmt.Errorf("sqltx: begin a transaction: %w; is the database reachable?", err)))
 	}
 
 	if failed, value := h.run(ctx, tx, messages); failed {
@@ -64,7 +64,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	}
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
-		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("sqltx: commit the transaction of %d message(s): %w; it was rolled back and the batch will run again", len(messages), err)))
+		panic(dbfault.CommitFailed(ctx.Err(), fmt.Errorf("sqltx: commit the transaction of %d message(s): %w; it was rolled back and the batch will run again", len(messages), err)))
 	}
 }
 

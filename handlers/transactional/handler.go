@@ -80,7 +80,7 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 	h.config.monitor.TransactionStarted(err)
 	if err != nil {
 		h.discard(connection)
-		panic(dbfault.Unavailable(ctx.Err(), err))
+		panic(dbfault.BeginFailed(ctx.Err(), err))
 	}
 
 	state := State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}
@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
 		h.abandon(ctx, connection, writer)
-		panic(dbfault.Unavailable(ctx.Err(), fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err)))
+		panic(dbfault.CommitFailed(ctx.Err(), fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err)))
 	}
 	h.closeWriter(ctx, writer)
 }

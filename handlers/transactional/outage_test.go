@@ -3,6 +3,8 @@ package transactional
 import (
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/smarty/assertions/should"
@@ -26,7 +28,7 @@ func (f *HandlerFixture) TestATransactionThatCannotBeginIsAnOutage() {
 }
 
 func (f *HandlerFixture) TestATransactionThatCannotCommitIsAnOutage() {
-	f.connector.commitErr = errors.New("commit: server has gone away")
+	f.connector.commitErr = fmt.Errorf("commit: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET})
 	err, _ := f.handle().(error)
 	f.So(messaging.IsOutage(err), should.BeTrue)
 	f.So(errors.Is(err, f.connector.commitErr), should.BeTrue)
@@ -34,6 +36,8 @@ func (f *HandlerFixture) TestATransactionThatCannotCommitIsAnOutage() {
 
 func (f *HandlerFixture) TestACommitRefusedForTheMessagesOwnContentIsNotAnOutage() {
 	for _, own := range []error{
+		&mysql.MySQLError{Number: 1452, Message: "a foreign key constraint fails"},
+		fmt.Errorf("commit: %w", messaging.ErrRefused),
 		&messaging.FieldError{Field: "MessageID", Size: 300, Limit: 255},
 		&messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrUnroutable}}},
 		messaging.Fatalf("bad row"),

@@ -56,18 +56,34 @@ func Lost(err error) bool {
 	return false
 }
 
-// Unavailable marks err, a failure to begin or commit a batch's transaction,
-// with messaging.Outage: the transaction's dependency did not answer, so the
-// batch's messages are not to blame. It leaves err as it is when it is the
-// message's own after all (a field over the wire limit, an unroutable
-// message, an error marked messaging.Fatal), and when the context had
-// already ended (the failure is the shutdown's).
-func Unavailable(ctxErr, err error) error {
+// BeginFailed marks err, a failure to begin a batch's transaction, with
+// messaging.Outage: nothing of the batch has run yet, so its messages are not
+// to blame. It leaves err as it is when it is marked messaging.Fatal, and when
+// the context had already ended (the failure is the shutdown's).
+func BeginFailed(ctxErr, err error) error {
+	if err == nil || ctxErr != nil || messaging.IsFatal(err) {
+		return err
+	}
+	return messaging.Outage(err)
+}
+
+// CommitFailed marks err, a failure to commit a batch's transaction, with
+// messaging.Outage only when it says the database or the broker did not
+// answer (Lost, or messaging.IsOutage: a refused or reset connection, a
+// timeout, a bad driver connection). Any other failure (a deferred
+// constraint, a serialization failure, a message the outbox or the broker
+// refused) may be the messages' own: it is left as it is, so it spends their
+// retry budget and ends in the dead-letter queue instead of holding them for
+// ever. So is a failure after the context ended (it is the shutdown's).
+func CommitFailed(ctxErr, err error) error {
 	if err == nil || ctxErr != nil || messaging.IsFatal(err) ||
 		errors.Is(err, messaging.ErrWireLimit) || errors.Is(err, messaging.ErrUnroutable) {
 		return err
 	}
-	return messaging.Outage(err)
+	if Lost(err) || messaging.IsOutage(err) {
+		return messaging.Outage(err)
+	}
+	return err
 }
 
 // MarkPanic returns a handler's panic value marked with messaging.Outage when

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -40,25 +42,47 @@ func TestLost(t *testing.T) {
 	}
 }
 
-func TestUnavailable(t *testing.T) {
-	down := errors.New("dial tcp: connection refused")
-	if err := Unavailable(nil, down); !messaging.IsOutage(err) || !errors.Is(err, down) {
-		t.Errorf("a begin or commit failure is an outage that keeps its cause: %v", err)
+func TestBeginFailed(t *testing.T) {
+	down := errors.New("sql: database is closed")
+	if err := BeginFailed(nil, down); !messaging.IsOutage(err) || !errors.Is(err, down) {
+		t.Errorf("a begin failure is an outage that keeps its cause: %v", err)
+	}
+	if err := BeginFailed(nil, messaging.Fatal(down)); messaging.IsOutage(err) {
+		t.Errorf("a Fatal begin failure was marked an outage: %v", err)
+	}
+	if err := BeginFailed(context.Canceled, down); err != down {
+		t.Errorf("a failure after the context ended was marked: %v", err)
+	}
+	if BeginFailed(nil, nil) != nil {
+		t.Error("BeginFailed(nil) is not nil")
+	}
+}
+
+func TestCommitFailed(t *testing.T) {
+	refused := fmt.Errorf("commit: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	for _, down := range []error{refused, fmt.Errorf("commit: %w", mysql.ErrInvalidConn), &pgconn.PgError{Code: "57P01"}} {
+		if err := CommitFailed(nil, down); !messaging.IsOutage(err) || !errors.Is(err, down) {
+			t.Errorf("a commit the database did not answer is an outage that keeps its cause: %v", err)
+		}
 	}
 	for _, own := range []error{
 		&messaging.FieldError{Field: "MessageID", Size: 300, Limit: 255},
 		fmt.Errorf("commit: %w", messaging.ErrUnroutable),
-		messaging.Fatal(down),
+		fmt.Errorf("commit: %w", messaging.ErrRefused),
+		messaging.Fatal(refused),
+		&pgconn.PgError{Code: "23505"}, // a deferred unique constraint: the batch's own rows
+		&pgconn.PgError{Code: "40001"}, // a serialization failure
+		&mysql.MySQLError{Number: 1452},
 	} {
-		if err := Unavailable(nil, own); messaging.IsOutage(err) || err != own {
-			t.Errorf("the message's own failure %v was marked an outage", own)
+		if err := CommitFailed(nil, own); messaging.IsOutage(err) || err != own {
+			t.Errorf("the messages' own commit failure %v was marked an outage", own)
 		}
 	}
-	if err := Unavailable(context.Canceled, down); err != down {
+	if err := CommitFailed(context.Canceled, refused); err != refused {
 		t.Errorf("a failure after the context ended was marked: %v", err)
 	}
-	if Unavailable(nil, nil) != nil {
-		t.Error("Unavailable(nil) is not nil")
+	if CommitFailed(nil, nil) != nil {
+		t.Error("CommitFailed(nil) is not nil")
 	}
 }
 
