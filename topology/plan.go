@@ -14,13 +14,14 @@ import (
 	"strings"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Names of the settlement topology every AceMQ library declares.
 const (
-	DeadLetterExchange = "acemq.dlx"
-	DeadLetterSuffix   = ".dlq"
-	ParkedSuffix       = ".parked"
+	DeadLetterExchange = wire.DeadLetterExchange
+	DeadLetterSuffix   = wire.DeadLetterSuffix
+	ParkedSuffix       = wire.ParkedSuffix
 )
 
 // Plan is topology to declare: exchanges, then queues, then bindings.
@@ -52,7 +53,7 @@ func ForStream(config messaging.StreamConfig) (Plan, error) {
 	}
 	if config.DeadLetters {
 		p.Exchanges = append(p.Exchanges, messaging.Exchange{Name: DeadLetterExchange, Kind: messaging.ExchangeDirect, Durable: true})
-		for _, name := range []string{config.StreamName + DeadLetterSuffix, config.StreamName + ParkedSuffix} {
+		for _, name := range []string{wire.DeadLetterQueue(config.StreamName), wire.ParkedQueue(config.StreamName)} {
 			p.Queues = append(p.Queues, messaging.Queue{Name: name, Durable: true})
 			p.Bindings = append(p.Bindings, messaging.Binding{Exchange: DeadLetterExchange, Queue: name, Key: name})
 		}

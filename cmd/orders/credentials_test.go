@@ -210,8 +210,13 @@ func TestARunningServicePrintsNoPassword(t *testing.T) {
 		t.Fatalf("the service logged nothing after its %d connections were severed", closed)
 	}
 	deadline = time.Now().Add(20 * time.Second)
-	for record(get(t, client, base+"/status")).code != http.StatusOK && time.Now().Before(deadline) {
+	code := record(get(t, client, base+"/status")).code
+	for code != http.StatusOK && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond) // the service reconnecting
+		code = record(get(t, client, base+"/status")).code
+	}
+	if code != http.StatusOK {
+		t.Fatalf("/status was %d 20 s after the service's connections were severed; want 200 once it reconnected", code)
 	}
 
 	if err := service.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -66,7 +66,7 @@ func preflight(s settings) error {
 	}
 	cfg, err := mysql.ParseDSN(s.dsn)
 	if err != nil {
-		return fmt.Errorf("the -dsn %s does not parse: %w", redact.Address(s.dsn), err)
+		return fmt.Errorf("the -dsn %s does not parse: %s", redact.Address(s.dsn), redact.Text(err.Error(), s.dsn))
 	}
 	if cfg.Net == "tcp" {
 		if err := dial(cfg.Addr); err != nil {
