@@ -175,7 +175,8 @@ func (o outageError) Error() string { return o.err.Error() }
 func (o outageError) Unwrap() error { return o.err }
 
 // Outage marks err as the failure of a dependency (the database or the broker
-// unreachable, a transaction that cannot begin or commit), not of the message
+// unreachable, a transaction that cannot begin, a commit the database did not
+// answer), not of the message
 // being handled. The retry and settlement decorators never spend a message's
 // budget on an outage and never dead-letter for one: they hold the messages
 // and back off until the dependency answers. Outage(nil) is nil.

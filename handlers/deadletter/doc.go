@@ -16,7 +16,7 @@
 //
 // Only a failure that is one message's own is set aside. A failure that is a
 // dependency's (messaging.IsOutage: a database or broker that does not
-// answer, a transaction that cannot begin or commit, a refused or reset
+// answer, a transaction that cannot begin, a commit it did not answer, a refused or reset
 // connection, a timeout) is never dead-lettered: the decorator re-panics, so
 // nothing is acknowledged, and reports the deliveries to Monitor.Settled as
 // held_for_outage. An inner handlers/retry holds such a batch in the process
