@@ -176,8 +176,7 @@ func (o outageError) Unwrap() error { return o.err }
 
 // Outage marks err as the failure of a dependency (the database or the broker
 // unreachable, a transaction that cannot begin, a commit the database did not
-// answer), not of the message
-// being handled. The retry and settlement decorators never spend a message's
+// answer), not of the message being handled. The retry and settlement decorators never spend a message's
 // budget on an outage and never dead-letter for one: they hold the messages
 // and back off until the dependency answers. Outage(nil) is nil.
 func Outage(err error) error {
