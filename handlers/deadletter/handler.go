@@ -57,7 +57,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		outer.delegate()
 	}
 	c := &call{handler: h} // the maps are made on the first settlement: most batches have none
-	ctx = messaging.WithSettler(ctx, c)
+	ctx = messaging.WithSettler(messaging.WithHopRecord(ctx), c)
 
 	rest := deliveries // the batch as it came, unless something did not decode
 	whole := true

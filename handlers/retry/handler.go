@@ -63,6 +63,7 @@ func Middleware(options ...Option) messaging.Middleware {
 
 // Handle runs the batch until it succeeds or retrying gives up.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
+	ctx = messaging.WithHopRecord(ctx) // a hop published on one run is not published again
 	held := &hold{handler: h, ctx: ctx, count: len(messages)}
 	defer held.end()
 	for attempt := 1; ; {
