@@ -70,7 +70,7 @@ func newHealth(stream string, cfg config) *health {
 // batch held through an outage has nothing to finish.
 func (h *health) workerWaiting(worker *workerListener, cause error) {
 	h.mu.Lock()
-	if h.stopping {
+	if h.stopping || isClosed(worker.sessionFailed) {
 		h.mu.Unlock()
 		worker.cancel()
 		return
@@ -122,6 +122,26 @@ func (h *health) batchConcluded() {
 	h.heldFlag.Store(false)
 	report := h.transition()
 	h.mu.Unlock()
+	report()
+}
+
+// sessionFailed cancels every worker waiting on an outage: its session ended
+// (the stream was lost, a handler panicked, an acknowledgement failed), so
+// the batch it holds cannot be acknowledged and the broker redelivers it to
+// the next session. The caller closed the session's failed channel first, so
+// a worker that starts waiting later is cancelled by workerWaiting.
+func (h *health) sessionFailed() {
+	h.mu.Lock()
+	workers := make([]*workerListener, 0, len(h.workers))
+	for worker := range h.workers {
+		workers = append(workers, worker)
+	}
+	clear(h.workers)
+	report := h.transition()
+	h.mu.Unlock()
+	for _, worker := range workers {
+		worker.cancel()
+	}
 	report()
 }
 
@@ -193,6 +213,19 @@ func (h *health) snapshot() (Outage, bool) {
 type workerListener struct {
 	health *health
 	cancel context.CancelFunc
+	// sessionFailed is the worker's session's failed channel: once the
+	// session has failed, its deliveries go back to the broker whatever the
+	// worker does, so waiting on an outage for them is pointless.
+	sessionFailed <-chan struct{}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (l *workerListener) Waiting(cause error, _ time.Duration) { l.health.workerWaiting(l, cause) }

@@ -118,3 +118,27 @@ func (f *ConsumerFixture) TestAnOrdinaryPanicIsNotAnOutage() {
 	f.So(f.waiting(), should.BeEmpty)
 	f.So(f.logs.String(), should.ContainSubstring, "level=ERROR")
 }
+
+func (f *ConsumerFixture) TestALostStreamCancelsAWorkerHeldThroughAnOutageSoTheNextSessionStarts() {
+	held := newOutageHandler()
+	second := newFakeStream()
+	f.streams <- second
+	f.listenAll(NewSubscription("q", SubscriptionOptions.AddWorkers(held),
+		SubscriptionOptions.ReconnectDelay(time.Second)))
+	f.stream.push(delivery("1"))
+	receive(f.T(), held.entered, "the handler to hold its batch")
+	f.So(f.waiting(), should.HaveLength, 1)
+
+	f.stream.fail(errors.New("connection reset by peer"))
+	// Without the cancellation the session would wait for the outage to end
+	// before it could reconnect, holding a batch nobody can acknowledge.
+	f.So(errors.Is(receive(f.T(), held.ended, "the held worker to be cancelled"), context.Canceled), should.BeTrue)
+	f.So(f.stream.ackedIDs(), should.BeEmpty)
+	f.So(f.waiting(), should.BeEmpty)
+	receive(f.T(), f.clock.sleeps, "the reconnect delay")
+	send(f.T(), f.clock.wake, true, "the reconnect delay to be woken")
+	second.push(delivery("1"))
+	receive(f.T(), held.entered, "the redelivery to reach the handler")
+	send(f.T(), held.release, struct{}{}, "the handler to be released")
+	eventually(f.T(), func() bool { return len(second.ackedIDs()) == 1 })
+}

@@ -70,7 +70,7 @@ func (s *session) run() bool {
 	var workers sync.WaitGroup
 	for _, handler := range s.workers {
 		ctx, cancel := context.WithCancel(s.handleCtx)
-		listener := &workerListener{health: s.health, cancel: cancel}
+		listener := &workerListener{health: s.health, cancel: cancel, sessionFailed: s.failed}
 		ctx = outage.With(ctx, listener)
 		workers.Go(func() {
 			defer cancel()
@@ -96,6 +96,7 @@ func (s *session) fail() {
 	s.failOnce.Do(func() {
 		close(s.failed)
 		s.stopRead()
+		s.health.sessionFailed() // a batch held through an outage cannot be acknowledged now
 	})
 }
 
