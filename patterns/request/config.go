@@ -1,0 +1,160 @@
+package request
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// Options configures NewRequester, NewHandler and Serve. It is a singleton
+// whose methods return options; each says which side it applies to, and the
+// other side ignores it.
+var Options singleton
+
+type singleton struct{}
+
+type option func(*config)
+
+// Option is the type of Options' values, exported so options can be collected
+// in a slice first.
+type Option = option
+
+// Defaults.
+const (
+	// DefaultTimeout is how long Do waits for a reply.
+	DefaultTimeout = 30 * time.Second
+	// DefaultReplyPrefetch is how many replies the broker hands the
+	// requester before it acknowledges them.
+	DefaultReplyPrefetch = 256
+	// DefaultReconnectDelay is the first pause before the requester declares
+	// its reply queue again after losing it; it doubles up to
+	// maxReconnectDelay while the broker stays away.
+	DefaultReconnectDelay = 100 * time.Millisecond
+	// DefaultCloseTimeout bounds Close.
+	DefaultCloseTimeout = 10 * time.Second
+
+	maxReconnectDelay = 5 * time.Second
+	// replyQueuePrefix names generated reply queues (acemq-reply-<uuid>).
+	replyQueuePrefix = "acemq-reply-"
+)
+
+// Serializer encodes requests (requester) and replies (responder).
+type Serializer = serialization.Serializer
+
+// Deserializer decodes replies (requester) and requests (responder).
+type Deserializer = serialization.Deserializer
+
+type config struct {
+	timeout        time.Duration
+	replyTo        string
+	serializer     Serializer
+	deserializer   Deserializer
+	messageType    string
+	monitor        Monitor
+	logger         *slog.Logger
+	reconnectDelay time.Duration
+	closeTimeout   time.Duration
+	workers        int
+	subscription   []streaming.SubscriptionOption
+}
+
+func newConfig(options []option) config {
+	c := config{}
+	for _, o := range options {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.serializer == nil {
+		c.serializer = serialization.JSON{}
+	}
+	if c.deserializer == nil {
+		c.deserializer = serialization.JSON{}
+	}
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.reconnectDelay <= 0 {
+		c.reconnectDelay = DefaultReconnectDelay
+	}
+	if c.closeTimeout <= 0 {
+		c.closeTimeout = DefaultCloseTimeout
+	}
+	if c.workers <= 0 {
+		c.workers = 1
+	}
+	return c
+}
+
+// Timeout is how long Do waits for a reply before it returns
+// ErrRequestTimedOut (requester; default DefaultTimeout, 30 s; zero or
+// negative means the default). It runs beside the caller's context: whichever
+// ends first decides what Do returns.
+func (singleton) Timeout(timeout time.Duration) option {
+	return func(c *config) { c.timeout = timeout }
+}
+
+// ReplyTo makes the requester read replies from the named queue instead of a
+// generated one (requester). The named queue is durable, so quorum, with no
+// expiry, and survives the process: deleting it is the caller's job. Replies
+// left in it by a previous run, or meant for another requester sharing it,
+// are dropped (Monitor.ReplyDropped).
+func (singleton) ReplyTo(queue string) option {
+	return func(c *config) { c.replyTo = queue }
+}
+
+// Codec replaces JSON for both sides: the requester encodes requests with
+// serializer and decodes replies with deserializer, the responder the other
+// way round. Either may be nil to keep JSON.
+func (singleton) Codec(serializer Serializer, deserializer Deserializer) option {
+	return func(c *config) { c.serializer, c.deserializer = serializer, deserializer }
+}
+
+// MessageType is written to every request (requester; default none), for a
+// responder that routes on types.
+func (singleton) MessageType(messageType string) option {
+	return func(c *config) { c.messageType = messageType }
+}
+
+// Monitor receives the counts (both sides; default none).
+func (singleton) Monitor(monitor Monitor) option {
+	return func(c *config) { c.monitor = monitor }
+}
+
+// Logger receives the requester's WARN line when it loses its reply queue
+// (default slog.Default()).
+func (singleton) Logger(logger *slog.Logger) option {
+	return func(c *config) { c.logger = logger }
+}
+
+// ReconnectDelay is the first pause before the requester declares its reply
+// queue again after losing it (default DefaultReconnectDelay, 100 ms); it
+// doubles while the broker stays away, up to 5 s.
+func (singleton) ReconnectDelay(delay time.Duration) option {
+	return func(c *config) { c.reconnectDelay = delay }
+}
+
+// CloseTimeout bounds Close (both sides; default DefaultCloseTimeout, 10 s).
+func (singleton) CloseTimeout(timeout time.Duration) option {
+	return func(c *config) { c.closeTimeout = timeout }
+}
+
+// Workers is how many requests Serve handles at once (Serve; default 1).
+func (singleton) Workers(workers int) option {
+	return func(c *config) { c.workers = workers }
+}
+
+// Subscription passes options to the subscription Serve consumes the request
+// queue with (Serve): its capacities, topics, retry policy, shutdown strategy.
+// FullDeliveryToHandler is Serve's own and always on.
+func (singleton) Subscription(options ...streaming.SubscriptionOption) option {
+	return func(c *config) { c.subscription = append(c.subscription, options...) }
+}

@@ -1,0 +1,208 @@
+package request
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/memory"
+)
+
+type priceRequest struct {
+	SKU string `json:"sku"`
+}
+
+type priceResponse struct {
+	SKU   string `json:"sku"`
+	Cents int    `json:"cents"`
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// price answers every SKU with its length in cents, and fails "missing".
+func price(_ context.Context, _ messaging.Delivery, request priceRequest) (priceResponse, error) {
+	if request.SKU == "missing" {
+		return priceResponse{}, errors.New("no such product")
+	}
+	return priceResponse{SKU: request.SKU, Cents: 100 + len(request.SKU)}, nil
+}
+
+// TestMemoryTwentyCallersEachGetTheirOwnAnswer runs the requester and Serve
+// over the memory transport: 20 concurrent callers, 10 requests each, and
+// every answer names the caller's own SKU.
+func TestMemoryTwentyCallersEachGetTheirOwnAnswer(t *testing.T) {
+	broker := memory.New(memory.Options.Logger(quiet))
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	monitor := newFakeMonitor()
+	server, err := Serve(ctx, broker, "prices", price, Options.Workers(4), Options.Logger(quiet), Options.Monitor(monitor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices", Options.Monitor(monitor), Options.Logger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requester.Close()
+	if !strings.HasPrefix(requester.ReplyQueue(), "acemq-reply-") {
+		t.Errorf("reply queue %q; want acemq-reply-<uuid>", requester.ReplyQueue())
+	}
+
+	const callers, each = 20, 10
+	var wg sync.WaitGroup
+	wrong := make(chan string, callers*each)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				sku := fmt.Sprintf("caller-%d-%d", c, i)
+				response, err := requester.Do(ctx, priceRequest{SKU: sku})
+				if err != nil || response.SKU != sku || response.Cents != 100+len(sku) {
+					wrong <- fmt.Sprintf("%s: got %+v, %v", sku, response, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(wrong)
+	for w := range wrong {
+		t.Error(w)
+	}
+	if got := server.Answered(); got != callers*each {
+		t.Errorf("Answered() = %d; want %d", got, callers*each)
+	}
+	if got := monitor.count("replied"); got != callers*each {
+		t.Errorf("%d replies reported published; want %d", got, callers*each)
+	}
+	if got := monitor.count("answered"); got != callers*each {
+		t.Errorf("%d requests completed as answered; want %d", got, callers*each)
+	}
+}
+
+// TestMemoryResponderErrorAndTimeout: an error reply reaches the caller as the
+// seed's text at once; a responder that never answers ends in
+// ErrRequestTimedOut after the requester's timeout, on the bubble's clock; the
+// caller's own deadline gives its context error instead.
+func TestMemoryResponderErrorAndTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx := context.Background()
+		release := make(chan struct{})
+		slow := func(ctx context.Context, d messaging.Delivery, request priceRequest) (priceResponse, error) {
+			if request.SKU == "slow" {
+				<-release
+			}
+			return price(ctx, d, request)
+		}
+		server, err := Serve(ctx, broker, "prices", slow, Options.Workers(2), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		defer close(release)
+		monitor := newFakeMonitor()
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices",
+			Options.Timeout(5*time.Second), Options.Monitor(monitor), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+
+		started := time.Now()
+		_, err = requester.Do(ctx, priceRequest{SKU: "missing"})
+		if err == nil || err.Error() != "acemq: the responder failed: no such product" {
+			t.Errorf("error reply: got %v; want acemq: the responder failed: no such product", err)
+		}
+		var responder *ResponderError
+		if !errors.As(err, &responder) || responder.Text != "no such product" {
+			t.Errorf("error reply is not a *ResponderError with the text: %#v", err)
+		}
+		if elapsed := time.Since(started); elapsed != 0 {
+			t.Errorf("the error reply took %s of the clock; want none (not the timeout)", elapsed)
+		}
+
+		started = time.Now()
+		_, err = requester.Do(ctx, priceRequest{SKU: "slow"})
+		if !errors.Is(err, ErrRequestTimedOut) {
+			t.Fatalf("slow responder: got %v; want ErrRequestTimedOut", err)
+		}
+		if !strings.HasPrefix(err.Error(), "acemq: no reply arrived before the deadline after 5s (correlation ") {
+			t.Errorf("timeout text %q", err)
+		}
+		if elapsed := time.Since(started); elapsed != 5*time.Second {
+			t.Errorf("timed out after %s; want 5s", elapsed)
+		}
+
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err = requester.Do(short, priceRequest{SKU: "slow"}); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrRequestTimedOut) {
+			t.Errorf("caller's deadline: got %v; want context.DeadlineExceeded", err)
+		}
+		want := map[string]int{"failed": 2, "timed_out": 1}
+		for outcome, n := range want {
+			if got := monitor.count(outcome); got != n {
+				t.Errorf("%d requests completed %s; want %d", got, outcome, n)
+			}
+		}
+	})
+}
+
+// TestMemoryUnanswerableRequestIsDeadLettered: a request with neither reply
+// address lands in {queue}.dlq with the seed's text, is counted, and is not
+// retried.
+func TestMemoryUnanswerableRequestIsDeadLettered(t *testing.T) {
+	broker := memory.New(memory.Options.Logger(quiet))
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	calls := make(chan struct{}, 10)
+	counted := func(ctx context.Context, d messaging.Delivery, r priceRequest) (priceResponse, error) {
+		calls <- struct{}{}
+		return price(ctx, d, r)
+	}
+	monitor := newFakeMonitor()
+	server, err := Serve(ctx, broker, "prices", counted, Options.Logger(quiet), Options.Monitor(monitor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	if err := broker.Publish(ctx, messaging.Dispatch{RoutingKey: "prices", MessageID: "nowhere-1", Payload: []byte(`{"sku":"a"}`), Mandatory: true}); err != nil {
+		t.Fatal(err)
+	}
+	var dead messaging.Delivery
+	for {
+		var ok bool
+		if dead, ok = broker.Pull("prices.dlq"); ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the unanswerable request did not reach prices.dlq")
+		case <-time.After(5 * time.Millisecond): // polling the broker's queue
+		}
+	}
+	if want := "acemq: request nowhere-1 carries neither a acemq-reply-to header nor a reply-to property, so there is nowhere to reply"; !strings.Contains(dead.Error, want) {
+		t.Errorf("dead-letter reason %q; want it to contain %q", dead.Error, want)
+	}
+	if dead.Attempt != 1 {
+		t.Errorf("dead-lettered at attempt %d; want 1 (never retried)", dead.Attempt)
+	}
+	if len(calls) != 0 {
+		t.Errorf("the function ran %d times for a request nobody can hear the answer to", len(calls))
+	}
+	if server.Unanswerable() != 1 || monitor.count("unanswerable") != 1 {
+		t.Errorf("Unanswerable() = %d, monitor %d; want 1", server.Unanswerable(), monitor.count("unanswerable"))
+	}
+}
