@@ -1,0 +1,119 @@
+package streams
+
+import (
+	"log/slog"
+	"math"
+	"time"
+)
+
+// Options configures Read. It is a singleton whose methods return options.
+var Options singleton
+
+type singleton struct{}
+
+type option func(*config)
+
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling Read.
+type Option = option
+
+// DefaultPrefetch is the prefetch of a reader that states none. RabbitMQ
+// refuses a stream consumer without one, so there is always one. It is a
+// conservative local choice (a handler holds at most ten bodies), not part
+// of the cross-language contract; a projection reading a long history wants
+// more (Options.Prefetch(500)).
+const DefaultPrefetch = 10
+
+// DefaultReconnectDelay is the pause before a dropped reader is reattached.
+const DefaultReconnectDelay = time.Second
+
+// refusal is the why of the runtime's own RefuseRetry, the backstop behind
+// RefuseRetry's middleware.
+const refusal = "a stream cannot take a message back: a republish appends a copy to the log"
+
+type config struct {
+	offset         Offset
+	prefetch       int
+	name           string
+	batch          int
+	fullDelivery   bool
+	reconnectDelay time.Duration
+	logger         *slog.Logger
+	monitor        Monitor
+}
+
+func newConfig(options []option) config {
+	c := config{}
+	for _, apply := range options {
+		if apply != nil {
+			apply(&c)
+		}
+	}
+	if c.prefetch <= 0 {
+		c.prefetch = DefaultPrefetch
+	}
+	c.prefetch = min(c.prefetch, math.MaxUint16)
+	c.batch = min(max(c.batch, 1), math.MaxUint16)
+	if c.reconnectDelay <= 0 {
+		c.reconnectDelay = DefaultReconnectDelay
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	return c
+}
+
+// From states where the reader starts each time Read starts it (default
+// FromNext). State it: a projection that inherits FromNext silently skips its
+// own history. A reconnect does not go back to it (see Read).
+func (singleton) From(offset Offset) option {
+	return func(c *config) { c.offset = offset }
+}
+
+// Prefetch is how many deliveries the broker sends ahead of the handler
+// (default DefaultPrefetch, 10; zero or negative means the default; at most
+// 65535). It also bounds what a reconnect hands over a second time.
+func (singleton) Prefetch(prefetch int) option {
+	return func(c *config) { c.prefetch = prefetch }
+}
+
+// Name becomes the consumer tag exactly, as the management interface shows
+// it. It is neither a group identifier nor a checkpoint: the broker remembers
+// nothing about a named consumer. Empty means the stream's name with a unique
+// suffix.
+func (singleton) Name(name string) option {
+	return func(c *config) { c.name = name }
+}
+
+// Batch is the largest batch handed to the handler (default 1). Batches never
+// wait to fill.
+func (singleton) Batch(size int) option {
+	return func(c *config) { c.batch = size }
+}
+
+// FullDelivery hands the handler messaging.Delivery values instead of their
+// decoded Message (default false); the envelopes are in the context either
+// way (messaging.DeliveriesFrom).
+func (singleton) FullDelivery(full bool) option {
+	return func(c *config) { c.fullDelivery = full }
+}
+
+// ReconnectDelay is the pause before a dropped reader is reattached (default
+// DefaultReconnectDelay, 1 s; zero or negative means the default); the
+// runtime doubles it on consecutive failures, up to 30 s.
+func (singleton) ReconnectDelay(delay time.Duration) option {
+	return func(c *config) { c.reconnectDelay = delay }
+}
+
+// Logger sets the logger of the runtime underneath (default slog.Default()).
+func (singleton) Logger(logger *slog.Logger) option {
+	return func(c *config) { c.logger = logger }
+}
+
+// Monitor receives the reader's events (default: none).
+func (singleton) Monitor(monitor Monitor) option {
+	return func(c *config) { c.monitor = monitor }
+}
