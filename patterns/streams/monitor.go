@@ -15,5 +15,5 @@ type Monitor interface {
 // you need.
 type NopMonitor struct{}
 
-func (NopMonitor) RetryRefused(string)     {}
+func (NopMonitor) RetryRefused(string)    {}
 func (NopMonitor) Resumed(string, uint64) {}

@@ -205,4 +205,3 @@ func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
 		t.Fatalf("reading a missing stream: %v", err)
 	}
 }
-
