@@ -310,6 +310,11 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 	publish, cancel := context.WithCancel(ctx)
 	unbind := context.AfterFunc(timer, cancel) // the timer bounds the publish too
 	_, err = r.writer.Write(publish, dispatch)
+	if staleConnection(err) && publish.Err() == nil {
+		// The writer's connection went away while idle; nothing was sent, and
+		// the writer dials again on this call.
+		_, err = r.writer.Write(publish, dispatch)
+	}
 	unbind()
 	cancel()
 	if err != nil {
@@ -404,6 +409,13 @@ func (r *Requester[Req, Resp]) Close() error {
 	}
 	errs = append(errs, r.writer.Close())
 	return errors.Join(errs...)
+}
+
+// staleConnection reports a publish refused because the writer's connection
+// had closed: the message was not sent, so sending it again cannot duplicate
+// it. A lost confirmation (arrival unknown) is not one.
+func staleConnection(err error) bool {
+	return err != nil && errors.Is(err, messaging.ErrClosed) && !errors.Is(err, messaging.ErrArrivalUnknown)
 }
 
 // headerText reads an acemq-error value: a string, or bytes from a client
