@@ -378,3 +378,32 @@ func TestBrokerRequestsSurviveCloseAllConnections(t *testing.T) {
 		t.Errorf("reply queue %q", requester.ReplyQueue())
 	}
 }
+
+// TestBrokerNamedReplyQueueIsDurableQuorum: Options.ReplyTo reads replies from
+// the named queue, declared durable and quorum, left behind by Close.
+func TestBrokerNamedReplyQueueIsDurableQuorum(t *testing.T) {
+	url := testenv.Broker(t)
+	named := testenv.Name(t, "replies")
+	t.Cleanup(func() { deleteQueues(url, named) })
+	requester, _, _ := brokerPair(t, url, price, Options.ReplyTo(named))
+	if requester.ReplyQueue() != named {
+		t.Fatalf("ReplyQueue() = %q; want %q", requester.ReplyQueue(), named)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	response, err := requester.Do(ctx, priceRequest{SKU: "named"})
+	if err != nil || response.SKU != "named" {
+		t.Fatalf("got %+v, %v", response, err)
+	}
+	if err := requester.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Declared again as a durable quorum queue, it is equivalent: no 406.
+	err = withChannel(url, func(ch *amqp.Channel) error {
+		_, err := ch.QueueDeclare(named, true, false, false, false, amqp.Table{"x-queue-type": "quorum"})
+		return err
+	})
+	if err != nil {
+		t.Errorf("the named reply queue is not a durable quorum queue that outlives the requester: %v", err)
+	}
+}

@@ -206,3 +206,62 @@ func TestMemoryUnanswerableRequestIsDeadLettered(t *testing.T) {
 		t.Errorf("Unanswerable() = %d, monitor %d; want 1", server.Unanswerable(), monitor.count("unanswerable"))
 	}
 }
+
+// TestMemoryDoWithPassesTheEnvelopeAndALateReplyIsDropped: DoWith's
+// envelope fields reach the responder, the correlation id is always fresh
+// and the reply address is written both ways; a reply that comes after its
+// caller timed out is acknowledged, dropped and reported.
+func TestMemoryDoWithPassesTheEnvelopeAndALateReplyIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx := context.Background()
+		seen := make(chan messaging.Delivery, 2)
+		late := func(ctx context.Context, d messaging.Delivery, r priceRequest) (priceResponse, error) {
+			seen <- d
+			if r.SKU == "late" {
+				time.Sleep(2 * time.Second)
+			}
+			return price(ctx, d, r)
+		}
+		server, err := Serve(ctx, broker, "prices", late, Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		monitor := newFakeMonitor()
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices",
+			Options.Timeout(time.Second), Options.Monitor(monitor), Options.Logger(quiet), Options.MessageType("price.request"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+
+		envelope := messaging.Dispatch{MessageID: "asked-1", CorrelationID: "mine", CausationID: "order-7", Headers: map[string]any{"tenant": "acme"}}
+		if _, err := requester.DoWith(ctx, priceRequest{SKU: "a"}, envelope); err != nil {
+			t.Fatal(err)
+		}
+		d := <-seen
+		if d.MessageID != "asked-1" || d.CausationID != "order-7" || d.Headers["tenant"] != "acme" || d.MessageType != "price.request" {
+			t.Errorf("the envelope did not pass through: %+v", d)
+		}
+		if d.CorrelationID == "mine" || d.CorrelationID == "" {
+			t.Errorf("correlation %q; want a fresh one", d.CorrelationID)
+		}
+		if d.ReplyTo != requester.ReplyQueue() || d.Headers[HeaderReplyTo] != requester.ReplyQueue() {
+			t.Errorf("reply address %q / %v; want %q written both ways", d.ReplyTo, d.Headers[HeaderReplyTo], requester.ReplyQueue())
+		}
+
+		if _, err := requester.Do(ctx, priceRequest{SKU: "late"}); !errors.Is(err, ErrRequestTimedOut) {
+			t.Fatalf("got %v; want ErrRequestTimedOut", err)
+		}
+		time.Sleep(2 * time.Second) // the responder answers a second after the caller gave up
+		synctest.Wait()
+		if got := monitor.count("dropped"); got != 1 {
+			t.Errorf("%d late replies reported dropped; want 1", got)
+		}
+		if n := broker.MessageCount(requester.ReplyQueue()); n != 0 {
+			t.Errorf("%d replies left in the reply queue; want the late one acknowledged", n)
+		}
+	})
+}
