@@ -71,10 +71,11 @@ type Pipeline[T any] struct {
 	route    Route
 	plan     topology.Plan
 	config   config
-	send     *batch.Writer
+	senders  chan *batch.Writer
 	hops     []*batch.Writer
 	consumer *streaming.Consumer
 	stopped  chan struct{}
+	closing  chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,7 +89,7 @@ type Pipeline[T any] struct {
 // start only.
 func NewPipeline[T any](ctx context.Context, transport messaging.Connector, name string, parts ...PipelinePart) (*Pipeline[T], error) {
 	var options []Option
-	p := &Pipeline[T]{name: name, stopped: make(chan struct{})}
+	p := &Pipeline[T]{name: name, stopped: make(chan struct{}), closing: make(chan struct{})}
 	for _, part := range parts {
 		switch part := part.(type) {
 		case PipelineStep:
@@ -112,7 +113,10 @@ func NewPipeline[T any](ctx context.Context, transport messaging.Connector, name
 	if err := p.declare(ctx, transport); err != nil {
 		return nil, err
 	}
-	p.send = batch.New(transport)
+	p.senders = make(chan *batch.Writer, sendWriters)
+	for range sendWriters {
+		p.senders <- batch.New(transport)
+	}
 	var subscriptions []*streaming.Subscription
 	for position, step := range p.steps {
 		c := p.config
@@ -243,9 +247,15 @@ func (p *Pipeline[T]) Describe() string {
 	return fmt.Sprintf("pipeline %s with %d steps: %s", p.name, len(p.steps), strings.Join(steps, " | "))
 }
 
+// sendWriters is how many connections Send publishes through at once: a
+// confirm from a quorum queue waits for the disk, so concurrent callers
+// each need a writer of their own to overlap their waits.
+const sendWriters = 4
+
 // Send starts a run: message goes to the first step, mandatory and
 // confirmed, carrying the route headers at position 0 and a fresh run id,
-// which Send returns.
+// which Send returns. It is safe for concurrent use. Calling it after Close
+// is an error.
 func (p *Pipeline[T]) Send(ctx context.Context, message T) (runID string, err error) {
 	return p.SendWith(ctx, message, messaging.Dispatch{})
 }
@@ -265,7 +275,17 @@ func (p *Pipeline[T]) SendWith(ctx context.Context, message T, envelope messagin
 	if err := slip.Apply(&envelope); err != nil {
 		return "", err
 	}
-	if _, err := p.send.Write(ctx, envelope); err != nil {
+	var sender *batch.Writer
+	select {
+	case sender = <-p.senders:
+	case <-p.closing:
+		return "", fmt.Errorf("acemq: pipeline %s is closed: %w", p.name, messaging.ErrClosed)
+	case <-ctx.Done():
+		return "", fmt.Errorf("acemq: pipeline %s could not start a run: %w", p.name, ctx.Err())
+	}
+	_, err = sender.Write(ctx, envelope)
+	p.senders <- sender
+	if err != nil {
 		return "", fmt.Errorf("acemq: pipeline %s could not start a run: %w", p.name, err)
 	}
 	return slip.RunID(), nil
@@ -277,6 +297,7 @@ func (p *Pipeline[T]) SendWith(ctx context.Context, message T, envelope messagin
 // result.
 func (p *Pipeline[T]) Close() error {
 	p.closeOnce.Do(func() {
+		close(p.closing)
 		var errs []error
 		if p.consumer != nil {
 			errs = append(errs, p.consumer.Close())
@@ -285,8 +306,8 @@ func (p *Pipeline[T]) Close() error {
 		for _, w := range p.hops {
 			errs = append(errs, w.Close())
 		}
-		if p.send != nil {
-			errs = append(errs, p.send.Close())
+		for range cap(p.senders) {
+			errs = append(errs, (<-p.senders).Close())
 		}
 		p.closeErr = errors.Join(errs...)
 	})

@@ -194,12 +194,16 @@ func (h *handler[In, Out]) forward(ctx context.Context, d messaging.Delivery, sl
 		}
 	}
 	hop.MessageID = hopID(d.MessageID, key)
+	published := false
 	err = messaging.PublishOnce(ctx, d.SourceQueue+"\x00"+d.MessageID+"\x00"+key, func() error {
 		_, err := h.writer.Write(ctx, hop)
+		published = err == nil
 		return err
 	})
 	if err == nil {
-		h.config.monitor.Forwarded(pipeline, step)
+		if published { // not a hop this batch published on an earlier run
+			h.config.monitor.Forwarded(pipeline, step)
+		}
 		return
 	}
 	var failure error

@@ -239,5 +239,6 @@ func (f *ThenFixture) TestABatchRunAgainByRetryPublishesEachHopOnce() {
 		ids[hop.CausationID]++
 	}
 	f.So(ids, should.Equal, map[string]int{"m0": 1, "m1": 1, "m2": 1})
+	f.So(f.monitor.count("forwarded"), should.Equal, 3)
 	f.So(f.settler.order, should.BeEmpty)
 }

@@ -1,0 +1,249 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+type shipment struct {
+	Order string `json:"order"`
+	Stock int    `json:"stock"`
+}
+
+// sighting is one delivery a step saw.
+type sighting struct {
+	id, causation, routeID string
+	position               int
+}
+
+// ledger counts, by correlation id, what each step saw, and closes done
+// when the last step has seen every run.
+type ledger struct {
+	mu    sync.Mutex
+	seen  [3]map[string][]sighting
+	runs  map[string]int // fn calls per step and message id, retried runs included
+	total int
+	done  chan struct{}
+}
+
+func newLedger(total int) *ledger {
+	l := &ledger{total: total, done: make(chan struct{}), runs: map[string]int{}}
+	for i := range l.seen {
+		l.seen[i] = map[string][]sighting{}
+	}
+	return l
+}
+
+// saw records d at step and reports whether this is its first run.
+func (l *ledger) saw(step int, d messaging.Delivery) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := fmt.Sprint(step, d.MessageID)
+	l.runs[key]++
+	if l.runs[key] > 1 {
+		return false // the same delivery run again: not a new sighting
+	}
+	l.seen[step][d.CorrelationID] = append(l.seen[step][d.CorrelationID], sighting{d.MessageID, d.CausationID, d.RouteID, d.RoutePosition})
+	if step == 2 && len(l.seen[2]) == l.total {
+		close(l.done)
+	}
+	return true
+}
+
+// runPipeline sends total orders through validate -> reserve -> dispatch on
+// transport and checks every run by its correlation id: each step saw it
+// once, the causation chains from the sent message through each hop, the
+// run id and position travel with it. The middle step takes batches of 16
+// and fails every 100th message with an outage on its first run, so retry
+// runs its batch again: no hop may be published twice.
+func runPipeline(t *testing.T, transport messaging.Connector, name string, total int) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	book := newLedger(total)
+	monitor := &fakeMonitor{}
+	fast := retrypolicy.Fixed(5, 10*time.Millisecond)
+	var outages sync.Map
+	gate := make(chan struct{}) // the middle step waits for every send, so its batches fill
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := NewPipeline[order](ctx, transport, name,
+		Step("validate", func(ctx context.Context, d messaging.Delivery, in order) (order, bool, error) {
+			book.saw(0, d)
+			return in, true, nil
+		}, StepOptions.Retry(fast), StepOptions.Consumers(2)),
+		Step("reserve", func(ctx context.Context, d messaging.Delivery, in order) (reservation, bool, error) {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return reservation{}, false, ctx.Err()
+			}
+			book.saw(1, d)
+			var n int
+			fmt.Sscanf(d.CorrelationID, "c-%d", &n)
+			if n%100 == 7 {
+				if _, again := outages.LoadOrStore(d.MessageID, true); !again {
+					return reservation{}, false, messaging.Outage(errors.New("stock service away"))
+				}
+			}
+			return reservation{Order: in.ID}, true, nil
+		}, StepOptions.Retry(fast), StepOptions.Consumers(2),
+			StepOptions.Subscription(streaming.SubscriptionOptions.BatchCapacity(16))),
+		Step("dispatch", func(ctx context.Context, d messaging.Delivery, in reservation) (shipment, bool, error) {
+			book.saw(2, d)
+			return shipment{Order: in.Order}, true, nil
+		}, StepOptions.Retry(fast)),
+		Options.Monitor(monitor), Options.Logger(quiet),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	closePipeline := func() {
+		if !closed {
+			closed = true
+			if err := p.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}
+	}
+	defer closePipeline()
+
+	started := time.Now()
+	runIDs := make([]string, total)
+	var sending sync.WaitGroup
+	sendErrs := make(chan error, total)
+	for sender := range 8 {
+		sending.Go(func() {
+			for i := sender; i < total; i += 8 {
+				id := fmt.Sprint("c-", i)
+				runID, err := p.SendWith(ctx, order{ID: fmt.Sprint("o-", i), Total: i}, messaging.Dispatch{MessageID: "m-" + id, CorrelationID: id})
+				if err != nil {
+					sendErrs <- fmt.Errorf("send %d: %w", i, err)
+					return
+				}
+				runIDs[i] = runID
+			}
+		})
+	}
+	sending.Wait()
+	close(sendErrs)
+	for err := range sendErrs {
+		t.Fatal(err)
+	}
+	sent := time.Since(started)
+	close(gate)
+	select {
+	case <-book.done:
+	case <-ctx.Done():
+		book.mu.Lock()
+		t.Fatalf("after %s the steps saw %d, %d and %d of %d runs", time.Since(started).Round(time.Millisecond), len(book.seen[0]), len(book.seen[1]), len(book.seen[2]), total)
+		book.mu.Unlock()
+	}
+	elapsed := time.Since(started)
+	closing := time.Now()
+	closePipeline() // every worker has finished: the counts are final
+	t.Logf("Close took %s", time.Since(closing).Round(time.Millisecond))
+
+	book.mu.Lock()
+	defer book.mu.Unlock()
+	rerun := 0
+	for key, n := range book.runs {
+		if strings.HasPrefix(key, "1") && n > 1 {
+			rerun++
+		}
+	}
+	t.Logf("%d runs sent in %s, through 3 steps in %s; %d middle-step messages run more than once by retry; %d hops published, %d runs completed",
+		total, sent.Round(time.Millisecond), elapsed.Round(time.Millisecond), rerun, monitor.count("forwarded"), monitor.count("run_completed"))
+	for i := range total {
+		id := fmt.Sprint("c-", i)
+		var chain [3]sighting
+		for step := range 3 {
+			seen := book.seen[step][id]
+			if len(seen) != 1 {
+				t.Fatalf("run %s was seen %d times at step %d; want once", id, len(seen), step)
+			}
+			chain[step] = seen[0]
+			if seen[0].routeID != runIDs[i] || seen[0].position != step {
+				t.Fatalf("run %s at step %d carried run id %q position %d; want %q, %d", id, step, seen[0].routeID, seen[0].position, runIDs[i], step)
+			}
+		}
+		if chain[0].id != "m-"+id || chain[0].causation != "" {
+			t.Fatalf("run %s entered as %+v; want the sent message m-%s with no cause", id, chain[0], id)
+		}
+		if chain[1].causation != chain[0].id || chain[2].causation != chain[1].id {
+			t.Fatalf("run %s: causation not chained: %+v", id, chain)
+		}
+	}
+	if len(book.seen[1]) != total || rerun <= total/100 {
+		t.Fatalf("the middle step saw %d runs and ran %d of them again; want %d, and more than the %d that failed (their batch-mates)", len(book.seen[1]), rerun, total, total/100)
+	}
+	if got := monitor.count("forwarded"); got != 2*total {
+		t.Fatalf("%d hops published; want %d (two per run, none twice)", got, 2*total)
+	}
+	if got := monitor.count("run_completed"); got != total {
+		t.Fatalf("%d runs reported completed; want %d", got, total)
+	}
+}
+
+func TestAThreeStepPipelineCarriesAThousandRunsOnMemory(t *testing.T) {
+	broker := memory.New()
+	defer broker.Close()
+	runPipeline(t, broker, "fulfilment", 1000)
+}
+
+func TestAThreeStepPipelineCarriesAThousandRunsOnRabbitMQ(t *testing.T) {
+	url := testenv.Broker(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	t.Cleanup(func() { _ = transport.Close() }) // after the topology is deleted
+	name := testenv.Name(t, "pipeline")
+	t.Cleanup(func() {
+		start := time.Now()
+		deleteTopology(t, transport, name, "validate", "reserve", "dispatch")
+		t.Logf("cleanup took %s", time.Since(start).Round(time.Millisecond))
+	})
+	runPipeline(t, transport, name, 1000)
+}
+
+// deleteTopology deletes a route's exchange and every step's queues.
+func deleteTopology(t *testing.T, transport messaging.Connector, name string, steps ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer conn.Close()
+	declarer, ok := messaging.As[messaging.Declarer](conn)
+	if !ok {
+		return
+	}
+	route := NewRoute(name, steps...)
+	for _, step := range steps {
+		for _, suffix := range []string{"", ".dlq", ".parked"} {
+			if err := declarer.DeleteQueue(ctx, route.QueueFor(step)+suffix); err != nil {
+				t.Logf("cleanup: %v", err)
+			}
+		}
+	}
+	if name != "" {
+		if err := declarer.DeleteExchange(ctx, name); err != nil {
+			t.Logf("cleanup: %v", err)
+		}
+	}
+}
