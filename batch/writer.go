@@ -17,23 +17,22 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redial"
 )
 
 // Writer is a messaging.Writer over a Connector. It is safe for concurrent use;
 // calls are serialised on its one connection.
 type Writer struct {
-	connector messaging.Connector
+	link *redial.Link
 
-	mu         sync.Mutex
-	connection messaging.Connection
-	writer     messaging.CommitWriter
-	closed     bool
+	mu     sync.Mutex // serialises calls on the one writer
+	closed bool
 }
 
 // New returns a Writer that publishes through connector. It does not connect
 // until the first Write.
 func New(connector messaging.Connector) *Writer {
-	return &Writer{connector: connector}
+	return &Writer{link: redial.New(connector, "batch writer")}
 }
 
 // Write publishes dispatches as one batch and returns how many landed. An error
@@ -50,56 +49,26 @@ func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 	if w.closed {
 		return 0, fmt.Errorf("batch writer: %w", messaging.ErrClosed)
 	}
-	if err := w.ensureWriter(ctx); err != nil {
-		w.reset()
+	writer, connection, err := w.link.Writer(ctx)
+	if err != nil {
+		w.link.Discard(connection)
 		return 0, err
 	}
-	if _, err := w.writer.Write(ctx, dispatches...); err != nil {
+	if _, err := writer.Write(ctx, dispatches...); err != nil {
 		if !keepsConnection(err) {
-			w.reset()
+			w.link.Discard(connection)
 		} else {
-			_ = w.writer.Rollback() // nothing of a failed call may ride on the next one
+			_ = writer.Rollback() // nothing of a failed call may ride on the next one
 		}
 		return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), err)
 	}
-	if err := w.writer.Commit(); err != nil {
+	if err := writer.Commit(); err != nil {
 		if !keepsConnection(err) {
-			w.reset()
+			w.link.Discard(connection)
 		}
 		return landed(err), fmt.Errorf("batch writer: commit %d message(s): %w", len(dispatches), err)
 	}
 	return len(dispatches), nil
-}
-
-func (w *Writer) ensureWriter(ctx context.Context) error {
-	if w.writer != nil {
-		return nil
-	}
-	if w.connection == nil {
-		connection, err := w.connector.Connect(ctx)
-		if err != nil {
-			return fmt.Errorf("batch writer: connect: %w", err)
-		}
-		w.connection = connection
-	}
-	writer, err := w.connection.CommitWriter(ctx)
-	if err != nil {
-		return fmt.Errorf("batch writer: open commit writer: %w", err)
-	}
-	w.writer = writer
-	return nil
-}
-
-// reset closes the writer and connection so the next call starts afresh.
-func (w *Writer) reset() {
-	if w.writer != nil {
-		_ = w.writer.Close()
-		w.writer = nil
-	}
-	if w.connection != nil {
-		_ = w.connection.Close()
-		w.connection = nil
-	}
 }
 
 // landed counts the messages a commit error reports as confirmed and routed.
@@ -139,19 +108,11 @@ func keepsConnection(err error) bool {
 	return true
 }
 
-// Close releases the connection. Later writes fail with messaging.ErrClosed.
+// Close releases the connection, after the call in progress if there is
+// one. Later writes fail with messaging.ErrClosed.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	var err error
-	if w.writer != nil {
-		err = w.writer.Close()
-		w.writer = nil
-	}
-	if w.connection != nil {
-		err = errors.Join(err, w.connection.Close())
-		w.connection = nil
-	}
-	return err
+	return w.link.Close()
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redial"
 )
 
 // ErrNoConnector reports a Checker built without Options.Connector.
@@ -30,17 +31,20 @@ type Checker struct {
 	config configuration
 
 	probe chan struct{} // one slot: the probe in flight
+	link  *redial.Link  // the probe's connection; nil without a connector
 
 	mu           sync.Mutex // guards the fields below
-	connection   messaging.Connection
-	writer       messaging.CommitWriter
 	failingSince time.Time
 	stillRunning map[int]bool // Report's checks whose goroutine has not returned
 }
 
 // New returns a Checker. It does not connect until the first Status call.
 func New(options ...option) *Checker {
-	return &Checker{config: newConfiguration(options), probe: make(chan struct{}, 1)}
+	c := &Checker{config: newConfiguration(options), probe: make(chan struct{}, 1)}
+	if c.config.connector != nil {
+		c.link = redial.New(c.config.connector, "status")
+	}
+	return c
 }
 
 // Status publishes one probe and waits for the broker's confirmation. It returns
@@ -81,7 +85,7 @@ func (c *Checker) run(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
-	c.sever()
+	c.link.Sever()
 	timer := time.NewTimer(c.config.severTimeout)
 	defer timer.Stop()
 	select {
@@ -96,9 +100,9 @@ func (c *Checker) run(ctx context.Context) error {
 }
 
 func (c *Checker) publish(ctx context.Context) error {
-	writer, connection, err := c.ensureWriter(ctx)
+	writer, connection, err := c.link.Writer(ctx)
 	if err != nil {
-		c.severIfCurrent(connection)
+		c.link.Discard(connection)
 		return err
 	}
 	probe := messaging.Dispatch{
@@ -111,62 +115,10 @@ func (c *Checker) publish(ctx context.Context) error {
 		err = writer.Commit()
 	}
 	if err != nil {
-		c.severIfCurrent(connection)
+		c.link.Discard(connection) // unless a later probe replaced it
 		return fmt.Errorf("status: probe to exchange %q: %w", c.config.topic, err)
 	}
 	return nil
-}
-
-func (c *Checker) ensureWriter(ctx context.Context) (messaging.CommitWriter, messaging.Connection, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.writer != nil {
-		return c.writer, c.connection, nil
-	}
-	if c.connection == nil {
-		connection, err := c.config.connector.Connect(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("status: connect to the broker: %w", err)
-		}
-		c.connection = connection
-	}
-	writer, err := c.connection.CommitWriter(ctx)
-	if err != nil {
-		return nil, c.connection, fmt.Errorf("status: open a channel: %w", err)
-	}
-	c.writer = writer
-	return writer, c.connection, nil
-}
-
-// severIfCurrent closes connection, the one a probe used, unless a later probe
-// has already replaced it: a probe abandoned after its context ended must not
-// cut the connection of the probe that followed it.
-func (c *Checker) severIfCurrent(connection messaging.Connection) {
-	if connection == nil {
-		return
-	}
-	c.mu.Lock()
-	current := c.connection == connection
-	if current {
-		c.connection, c.writer = nil, nil
-	}
-	c.mu.Unlock()
-	if current {
-		_ = connection.Close()
-	}
-}
-
-// sever closes the probe's connection in the background (bounded by the
-// transport's own close timeout), which makes a pending broker call return;
-// the next probe redials. It is for a caller whose context has ended.
-func (c *Checker) sever() {
-	c.mu.Lock()
-	connection := c.connection
-	c.connection, c.writer = nil, nil
-	c.mu.Unlock()
-	if connection != nil {
-		go func() { _ = connection.Close() }()
-	}
 }
 
 func (c *Checker) judge(err error) error {
@@ -192,14 +144,11 @@ func (c *Checker) judge(err error) error {
 	return fmt.Errorf("status: probes have failed for %s (window %s): %w", failingFor.Round(time.Millisecond), c.config.failureTolerance, err)
 }
 
-// Close releases the probe's connection.
+// Close releases the probe's connection; later probes fail with
+// messaging.ErrClosed.
 func (c *Checker) Close() error {
-	c.mu.Lock()
-	connection := c.connection
-	c.connection, c.writer = nil, nil
-	c.mu.Unlock()
-	if connection != nil {
-		return connection.Close()
+	if c.link == nil {
+		return nil
 	}
-	return nil
+	return c.link.Close()
 }

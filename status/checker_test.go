@@ -200,19 +200,6 @@ func (f *CheckerFixture) TestAProbeAbandonedLaterDoesNotSeverTheNextProbesConnec
 	})
 }
 
-func (f *CheckerFixture) TestSeveringAnOldConnectionLeavesTheCurrentOneAlone() {
-	old := &fakeConnection{connector: f.connector}
-	current := &fakeConnection{connector: f.connector}
-	f.checker.connection = current
-	f.checker.severIfCurrent(old)
-	f.So(f.checker.connection, should.Equal, current)
-	f.So(f.connector.closedCount(), should.Equal, 0)
-
-	f.checker.severIfCurrent(current)
-	f.So(f.checker.connection, should.BeNil)
-	f.So(f.connector.closedCount(), should.Equal, 1)
-}
-
 func (f *CheckerFixture) TestAWaitingCallerGivesUpWhenItsContextEnds() {
 	f.inBubble(func() {
 		f.connector.block = true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redial"
 )
 
 // errNoDeclarer reports a connection that cannot declare retry rungs.
@@ -16,15 +17,18 @@ var errNoDeclarer = errors.New("deadletter: the transport's connection cannot de
 // writer, redialling after any error. Calls are serialised; waiting for the
 // turn is bounded by the caller's context.
 type publisher struct {
-	connector  messaging.Connector
-	turn       chan struct{}
-	connection messaging.Connection
-	writer     messaging.CommitWriter
-	rungs      map[string]bool
+	link *redial.Link
+	turn chan struct{}
+	// rungs are the retry rungs declared on rungsOn, the kept connection.
+	rungs   map[string]bool
+	rungsOn messaging.Connection
+	// used reports that a publish went through the kept writer since it was
+	// opened: a failure on it may be the connection's, found dead.
+	used bool
 }
 
 func newPublisher(connector messaging.Connector) *publisher {
-	return &publisher{connector: connector, turn: make(chan struct{}, 1), rungs: map[string]bool{}}
+	return &publisher{link: redial.New(connector, "deadletter"), turn: make(chan struct{}, 1), rungs: map[string]bool{}}
 }
 
 func (p *publisher) acquire(ctx context.Context) error {
@@ -48,7 +52,7 @@ func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) er
 		return err
 	}
 	defer p.release()
-	reused := p.writer != nil
+	reused := p.used
 	err := p.publishOnce(ctx, dispatch)
 	if err != nil && reused && ctx.Err() == nil && staleConnection(err) {
 		err = p.publishOnce(ctx, dispatch)
@@ -57,17 +61,20 @@ func (p *publisher) publish(ctx context.Context, dispatch messaging.Dispatch) er
 }
 
 func (p *publisher) publishOnce(ctx context.Context, dispatch messaging.Dispatch) error {
-	if err := p.open(ctx); err != nil {
+	writer, connection, err := p.link.Writer(ctx)
+	if err != nil {
+		p.discard(connection)
 		return err
 	}
-	if _, err := p.writer.Write(ctx, dispatch); err != nil {
+	p.used = true
+	if _, err := writer.Write(ctx, dispatch); err != nil {
 		if !errors.Is(err, messaging.ErrWireLimit) {
-			p.reset() // a refusal before sending leaves the connection sound
+			p.discard(connection) // a refusal before sending leaves the connection sound
 		}
 		return fmt.Errorf("deadletter: publish to %q: %w", dispatch.RoutingKey, err)
 	}
-	if err := p.writer.Commit(); err != nil {
-		p.reset()
+	if err := writer.Commit(); err != nil {
+		p.discard(connection)
 		return fmt.Errorf("deadletter: confirm publish to %q: %w", dispatch.RoutingKey, err)
 	}
 	return nil
@@ -89,41 +96,26 @@ func (p *publisher) declareRung(ctx context.Context, queue, rung string, delay t
 		return err
 	}
 	defer p.release()
-	if err := p.open(ctx); err != nil {
+	connection, err := p.link.Connection(ctx)
+	if err != nil {
 		return err
+	}
+	if p.rungsOn != connection { // declared on another connection, which may have been a different broker node
+		clear(p.rungs)
+		p.rungsOn = connection
 	}
 	if p.rungs[rung] {
 		return nil
 	}
-	declarer, ok := messaging.As[Declarer](p.connection)
+	declarer, ok := messaging.As[Declarer](connection)
 	if !ok {
 		return errNoDeclarer
 	}
 	if err := declarer.DeclareRetryRung(ctx, queue, rung, delay); err != nil {
-		p.reset()
+		p.discard(connection)
 		return fmt.Errorf("deadletter: declare retry rung %q: %w", rung, err)
 	}
 	p.rungs[rung] = true
-	return nil
-}
-
-func (p *publisher) open(ctx context.Context) error {
-	if p.writer != nil {
-		return nil
-	}
-	if p.connection == nil {
-		connection, err := p.connector.Connect(ctx)
-		if err != nil {
-			return fmt.Errorf("deadletter: connect to republish: %w", err)
-		}
-		p.connection = connection
-	}
-	writer, err := p.connection.CommitWriter(ctx)
-	if err != nil {
-		p.reset()
-		return fmt.Errorf("deadletter: open a writer to republish: %w", err)
-	}
-	p.writer = writer
 	return nil
 }
 
@@ -133,18 +125,12 @@ func (p *publisher) close(ctx context.Context) error {
 		return fmt.Errorf("deadletter: close: a republish is still in progress: %w", err)
 	}
 	defer p.release()
-	p.reset()
-	return nil
+	p.used = false
+	return p.link.Close()
 }
 
-func (p *publisher) reset() {
-	if p.writer != nil {
-		_ = p.writer.Close()
-		p.writer = nil
-	}
-	if p.connection != nil {
-		_ = p.connection.Close()
-		p.connection = nil
-	}
-	clear(p.rungs)
+// discard closes connection so the next publish dials again.
+func (p *publisher) discard(connection messaging.Connection) {
+	p.link.Discard(connection)
+	p.used = false
 }

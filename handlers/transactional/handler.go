@@ -17,10 +17,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/dbfault"
+	"github.com/warrenmq/messaging/internal/redial"
 )
 
 // State is what the factory receives for one batch.
@@ -37,12 +37,9 @@ type State struct {
 // Handler is the decorator New returns. It is safe for concurrent use by several
 // workers; they share one connection and each batch has its own CommitWriter.
 type Handler struct {
-	connector messaging.Connector
-	factory   func(State) messaging.Handler
-	config    configuration
-
-	mu         sync.Mutex
-	connection messaging.Connection
+	link    *redial.Link // the connection every worker's batches share
+	factory func(State) messaging.Handler
+	config  configuration
 }
 
 // New returns a Handler that, for each batch, opens a CommitWriter on connector
@@ -67,7 +64,7 @@ type Handler struct {
 // The returned value also implements io.Closer, which closes the kept
 // connection; closing the connector does the same.
 func New(connector messaging.Connector, factory func(State) messaging.Handler, options ...option) messaging.Handler {
-	return &Handler{connector: connector, factory: factory, config: newConfiguration(options)}
+	return &Handler{link: redial.New(connector, "transactional"), factory: factory, config: newConfiguration(options)}
 }
 
 var _ io.Closer = (*Handler)(nil)
@@ -113,9 +110,9 @@ func (h *Handler) abandon(ctx context.Context, connection messaging.Connection, 
 // begin returns the kept connection (dialling when there is none) and a new
 // CommitWriter on it.
 func (h *Handler) begin(ctx context.Context) (messaging.Connection, messaging.CommitWriter, error) {
-	connection, err := h.connect(ctx)
+	connection, err := h.link.Connection(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("transactional: connect: %w; is the broker or database reachable?", err)
+		return nil, nil, fmt.Errorf("%w; is the broker or database reachable?", err)
 	}
 	writer, err := connection.CommitWriter(ctx)
 	if err != nil {
@@ -125,23 +122,6 @@ func (h *Handler) begin(ctx context.Context) (messaging.Connection, messaging.Co
 		return connection, nil, errors.New("transactional: the connection returned a nil commit writer")
 	}
 	return connection, writer, nil
-}
-
-func (h *Handler) connect(ctx context.Context) (messaging.Connection, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.connection != nil {
-		return h.connection, nil
-	}
-	connection, err := h.connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if connection == nil {
-		return nil, errors.New("the connector returned a nil connection")
-	}
-	h.connection = connection
-	return connection, nil
 }
 
 // run builds the batch's handler and calls it, reporting whether it panicked and
@@ -178,32 +158,11 @@ func (h *Handler) closeWriter(ctx context.Context, writer messaging.CommitWriter
 
 // discard forgets connection, if it is still the kept one, and closes it so the
 // next batch redials.
-func (h *Handler) discard(connection messaging.Connection) {
-	if connection == nil {
-		return
-	}
-	h.mu.Lock()
-	if h.connection == connection {
-		h.connection = nil
-	}
-	h.mu.Unlock()
-	_ = connection.Close() // already failed; the error adds nothing to the panic
-}
+func (h *Handler) discard(connection messaging.Connection) { h.link.Discard(connection) }
 
-// Close closes the kept connection, if any. Later batches dial again.
-func (h *Handler) Close() error {
-	h.mu.Lock()
-	connection := h.connection
-	h.connection = nil
-	h.mu.Unlock()
-	if connection == nil {
-		return nil
-	}
-	if err := connection.Close(); err != nil {
-		return fmt.Errorf("transactional: close connection: %w", err)
-	}
-	return nil
-}
+// Close closes the kept connection, if any. Later batches fail with
+// messaging.ErrClosed.
+func (h *Handler) Close() error { return h.link.Close() }
 
 // boundWriter exposes only Write of the batch's CommitWriter, so the handler
 // cannot commit, roll back or close what the decorator owns.

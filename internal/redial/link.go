@@ -1,0 +1,159 @@
+// Package redial keeps the one lazily dialled connection (and, for those that
+// want it, the one commit writer on it) of each decorator that publishes on
+// its own: batch, handlers/deadletter, handlers/transactional and status. It
+// dials on first use, hands the same connection to every later call, and
+// forgets and closes it when a caller reports it broken, so the next call
+// dials again. It does not serialise publishes: its users do that, each by
+// its own rule.
+package redial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// Link is one kept connection to a Connector and, optionally, one kept
+// CommitWriter on it. The zero value is not usable; call New. Safe for
+// concurrent use.
+type Link struct {
+	connector messaging.Connector
+	name      string
+
+	mu         sync.Mutex
+	connection messaging.Connection
+	writer     messaging.CommitWriter
+	closed     bool
+}
+
+// New returns a Link over connector that dials nothing until first used.
+// name starts every error it returns ("batch writer", "deadletter", ...).
+func New(connector messaging.Connector, name string) *Link {
+	return &Link{connector: connector, name: name}
+}
+
+// Connection returns the kept connection, dialling one when there is none.
+// The dial is bounded by ctx and by the transport's connect timeout.
+func (l *Link) Connection(ctx context.Context) (messaging.Connection, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.connect(ctx)
+}
+
+// Writer returns the kept commit writer and the connection it is on, opening
+// what is missing. A writer that cannot be opened leaves the connection kept
+// (the caller decides, with Discard, whether it is broken).
+func (l *Link) Writer(ctx context.Context) (messaging.CommitWriter, messaging.Connection, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.writer != nil {
+		return l.writer, l.connection, nil
+	}
+	connection, err := l.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	writer, err := connection.CommitWriter(ctx)
+	if err != nil {
+		return nil, connection, fmt.Errorf("%s: open a commit writer: %w", l.name, err)
+	}
+	if writer == nil {
+		return nil, connection, fmt.Errorf("%s: the connection returned a nil commit writer", l.name)
+	}
+	l.writer = writer
+	return writer, connection, nil
+}
+
+func (l *Link) connect(ctx context.Context) (messaging.Connection, error) {
+	if l.closed {
+		return nil, fmt.Errorf("%s: %w", l.name, messaging.ErrClosed)
+	}
+	if l.connection != nil {
+		return l.connection, nil
+	}
+	connection, err := l.connector.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: connect: %w", l.name, err)
+	}
+	if connection == nil {
+		return nil, fmt.Errorf("%s: the connector returned a nil connection", l.name)
+	}
+	l.connection = connection
+	return connection, nil
+}
+
+// Discard closes connection, with the writer kept on it, if it is still the
+// kept one; the next call dials again. A connection that a later call has
+// already replaced is left alone, so a caller that gave up late cannot cut
+// the connection of the one that followed it. A nil connection does nothing.
+func (l *Link) Discard(connection messaging.Connection) {
+	if connection == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.connection != connection {
+		l.mu.Unlock()
+		return
+	}
+	writer := l.writer
+	l.connection, l.writer = nil, nil
+	l.mu.Unlock()
+	closeBoth(writer, connection)
+}
+
+// Reset closes whatever is kept; the next call dials again.
+func (l *Link) Reset() {
+	l.mu.Lock()
+	writer, connection := l.writer, l.connection
+	l.connection, l.writer = nil, nil
+	l.mu.Unlock()
+	closeBoth(writer, connection)
+}
+
+// Sever forgets whatever is kept and closes it in the background, which
+// makes a broker call pending on it return: for a caller whose context ended
+// while a call it cannot interrupt otherwise is in flight. The close is
+// bounded by the transport's own close timeout.
+func (l *Link) Sever() {
+	l.mu.Lock()
+	writer, connection := l.writer, l.connection
+	l.connection, l.writer = nil, nil
+	l.mu.Unlock()
+	if writer != nil || connection != nil {
+		go closeBoth(writer, connection)
+	}
+}
+
+// Close closes whatever is kept and refuses later calls with
+// messaging.ErrClosed. It does not wait for calls in flight: closing the
+// connection under them makes them return.
+func (l *Link) Close() error {
+	l.mu.Lock()
+	writer, connection := l.writer, l.connection
+	l.connection, l.writer, l.closed = nil, nil, true
+	l.mu.Unlock()
+	var err error
+	if writer != nil {
+		if closeErr := writer.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
+			err = fmt.Errorf("%s: close the commit writer: %w", l.name, closeErr)
+		}
+	}
+	if connection != nil {
+		if closeErr := connection.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
+			err = errors.Join(err, fmt.Errorf("%s: close the connection: %w", l.name, closeErr))
+		}
+	}
+	return err
+}
+
+func closeBoth(writer messaging.CommitWriter, connection messaging.Connection) {
+	if writer != nil {
+		_ = writer.Close() // the connection is being discarded as broken: its error adds nothing
+	}
+	if connection != nil {
+		_ = connection.Close()
+	}
+}
