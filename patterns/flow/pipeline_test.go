@@ -27,11 +27,15 @@ type PipelineBuildFixture struct {
 func (f *PipelineBuildFixture) Setup()    { f.transport = memory.New() }
 func (f *PipelineBuildFixture) Teardown() { _ = f.transport.Close() }
 
-func validate(context.Context, messaging.Delivery, order) (order, bool, error) { return order{}, true, nil }
+func validate(context.Context, messaging.Delivery, order) (order, bool, error) {
+	return order{}, true, nil
+}
 func reserve(context.Context, messaging.Delivery, order) (reservation, bool, error) {
 	return reservation{}, true, nil
 }
-func dispatch(context.Context, messaging.Delivery, order) (order, bool, error) { return order{}, true, nil }
+func dispatch(context.Context, messaging.Delivery, order) (order, bool, error) {
+	return order{}, true, nil
+}
 
 func (f *PipelineBuildFixture) refusal(transport messaging.Connector, name string, parts ...PipelinePart) string {
 	p, err := NewPipeline[order](context.Background(), transport, name, parts...)
