@@ -27,6 +27,10 @@ type singleton struct{}
 
 type option func(*configuration)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type configuration struct {
 	address        string
 	tls            *tls.Config

@@ -14,6 +14,10 @@ type singleton struct{}
 
 type option func(*configuration)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type configuration struct {
 	readTypes     map[string]reflect.Type
 	writeTypes    map[reflect.Type]string

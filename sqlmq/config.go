@@ -61,6 +61,10 @@ type configuration struct {
 
 type option func(*configuration)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type singleton struct{}
 
 // Options is the namespace of the options New and NewAdmin accept, for example

@@ -28,6 +28,10 @@ type namedCheck struct {
 
 type option func(*configuration)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type singleton struct{}
 
 // Options configures New.

@@ -13,6 +13,10 @@ type singleton struct{}
 
 type option func(*config)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type config struct {
 	subscriptions []*Subscription
 	logger        *slog.Logger

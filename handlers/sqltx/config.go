@@ -12,6 +12,10 @@ type singleton struct{}
 
 type option func(*configuration)
 
+// Option is the type of Options' values, exported so options can be collected
+// in a slice before calling New.
+type Option = option
+
 type configuration struct {
 	isolation sql.IsolationLevel
 	logger    *slog.Logger
