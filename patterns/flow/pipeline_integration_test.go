@@ -247,3 +247,79 @@ func deleteTopology(t *testing.T, transport messaging.Connector, name string, st
 		}
 	}
 }
+
+// hopIntoNowhere deletes a pipeline's second queue and sends one run: the
+// first step's hop is unroutable, so the input is retried through the
+// step's policy and, when it gives up, dead-lettered to {name}.validate.dlq.
+func hopIntoNowhere(t *testing.T, transport messaging.Connector, name string) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	monitor := &fakeMonitor{}
+	var mu sync.Mutex
+	attempts := 0
+	p, err := NewPipeline[order](ctx, transport, name,
+		Step("validate", func(ctx context.Context, d messaging.Delivery, in order) (order, bool, error) {
+			mu.Lock()
+			attempts++
+			mu.Unlock()
+			return in, true, nil
+		}, StepOptions.Retry(retrypolicy.Fixed(2, 10*time.Millisecond))),
+		Step("reserve", func(ctx context.Context, d messaging.Delivery, in order) (order, bool, error) { return in, true, nil }),
+		Options.Monitor(monitor), Options.Logger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	// The step's consumer holds the queue; a deleted queue with a consumer
+	// is gone for routing at once.
+	if err := declarer.DeleteQueue(ctx, p.Route().QueueFor("reserve")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, order{ID: "o-1"}); err != nil {
+		t.Fatal(err)
+	}
+	dlq := p.Route().QueueFor("validate") + ".dlq"
+	for {
+		state, err := declarer.InspectQueue(ctx, dlq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state.Messages == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s holds %d messages; want 1", dlq, state.Messages)
+		case <-time.After(20 * time.Millisecond): // polling the broker
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if attempts != 2 || monitor.count("forward_failed") != 2 || monitor.count("forwarded") != 0 {
+		t.Fatalf("the step ran %d times, %d forwards failed, %d went out; want 2, 2, 0", attempts, monitor.count("forward_failed"), monitor.count("forwarded"))
+	}
+}
+
+func TestAHopIntoNowhereIsRetriedThenDeadLetteredOnMemory(t *testing.T) {
+	broker := memory.New()
+	defer broker.Close()
+	hopIntoNowhere(t, broker, "nowhere")
+}
+
+func TestAHopIntoNowhereIsRetriedThenDeadLetteredOnRabbitMQ(t *testing.T) {
+	url := testenv.Broker(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	t.Cleanup(func() { _ = transport.Close() })
+	name := testenv.Name(t, "nowhere")
+	t.Cleanup(func() { deleteTopology(t, transport, name, "validate", "reserve") })
+	hopIntoNowhere(t, transport, name)
+}
