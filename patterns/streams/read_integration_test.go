@@ -191,6 +191,10 @@ func TestDeclaringSevenDaysShowsSevenDAndADifferentAgeIsAPreconditionFailure(t *
 	if !errors.Is(err, messaging.ErrPreconditionFailed) {
 		t.Fatalf("redeclaring with another age: %v", err)
 	}
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	if err := declarer.DeclareQueue(ctx, messaging.Queue{Name: stream, Durable: true}); !errors.Is(err, messaging.ErrPreconditionFailed) {
+		t.Fatalf("redeclaring the stream as a classic queue: %v", err)
+	}
 }
 
 func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
