@@ -46,6 +46,11 @@ var (
 	// ErrConnectTimeout reports a dial and handshake not completed within the
 	// broker timeout.
 	ErrConnectTimeout = errors.New("messaging: connect did not complete within the broker timeout")
+	// ErrShutdownForced reports a Close that could not wait for work in
+	// progress: handlers still running at the shutdown deadline were
+	// cancelled and their deliveries left unacknowledged (the broker
+	// redelivers them), or a republish in progress was cut off.
+	ErrShutdownForced = errors.New("messaging: shutdown forced; work in progress was abandoned and its messages will be redelivered")
 )
 
 // PublishResult is the broker's answer for one message of a write.

@@ -25,6 +25,8 @@ type Consumer struct {
 	mu        sync.Mutex
 	listening bool
 	closed    bool
+	// closeErr is what closing the runners reported, once Listen ended.
+	closeErr error
 }
 
 var _ messaging.ListenCloser = (*Consumer)(nil)
@@ -82,9 +84,13 @@ func (c *Consumer) Listen() {
 	}
 	<-c.soft.Done()
 	wg.Wait()
+	var errs []error
 	for _, r := range c.runners {
-		r.close()
+		errs = append(errs, r.close())
 	}
+	c.mu.Lock()
+	c.closeErr = errors.Join(errs...)
+	c.mu.Unlock()
 }
 
 // Started waits until every subscription's first attempt to open its stream
@@ -148,15 +154,22 @@ func (s *startup) report(err error) {
 }
 
 // Close stops reading, lets workers conclude by their shutdown strategy and
-// waits for Listen to end. It is safe to call more than once.
+// waits for Listen to end. It returns an error matching
+// messaging.ErrShutdownForced, naming the streams, when handlers missed the
+// shutdown timeout and were cancelled (their deliveries go back to the
+// broker), and the errors of closing the runtime's settlement. It is safe to
+// call more than once; each call reports the same.
 func (c *Consumer) Close() error {
 	c.cancel()
 	c.mu.Lock()
 	c.closed = true
 	listening := c.listening
 	c.mu.Unlock()
-	if listening {
-		<-c.done
+	if !listening {
+		return nil
 	}
-	return nil
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
 }

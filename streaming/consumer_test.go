@@ -27,6 +27,7 @@ type ConsumerFixture struct {
 	logs      *logBuffer
 	consumer  messaging.ListenCloser
 	listened  chan struct{}
+	closeErr  error // what the last closeAsync's Close returned, once its channel is closed
 }
 
 func (f *ConsumerFixture) Setup() {
@@ -79,7 +80,7 @@ func (f *ConsumerFixture) closeAsync() chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = f.consumer.Close()
+		f.closeErr = f.consumer.Close()
 	}()
 	return done
 }
@@ -236,6 +237,7 @@ func (f *ConsumerFixture) TestDrainHandlesWhatIsBufferedThenStops() {
 	}
 	f.handler.release(f.T())
 	receive(f.T(), closed, "Close to return")
+	f.So(f.closeErr, should.BeNil)
 	f.So(f.stream.ackedFlat(), should.Equal, []string{"1", "2", "3", "4"})
 	f.So(f.monitor.list(), should.NotContain, "forced q")
 	f.So(f.clock.requested(), should.Equal, []time.Duration{5 * time.Second})
@@ -280,6 +282,8 @@ func (f *ConsumerFixture) TestShutdownTimeoutCancelsTheHandlerAndReportsIt() {
 	f.clock.fire(f.T(), 0)
 	receive(f.T(), closed, "Close to return")
 	f.So(f.handler.contexts[0].Err(), should.Equal, context.Canceled)
+	f.So(errors.Is(f.closeErr, messaging.ErrShutdownForced), should.BeTrue)
+	f.So(f.closeErr.Error(), should.StartWith, `streaming: stream "q": handlers missed the shutdown timeout (5s)`)
 	f.So(f.monitor.list(), should.Contain, "forced q")
 	f.So(f.logs.String(), should.ContainSubstring,
 		"Workers on stream [q] did not conclude within [5s] of shutdown; abandoning in-flight deliveries.")

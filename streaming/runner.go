@@ -2,10 +2,12 @@ package streaming
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -31,6 +33,8 @@ type runner struct {
 	// startup hears how the first attempt to open the stream concluded.
 	startup    *startup
 	openedOnce sync.Once
+	// forced is set when a session's shutdown had to cancel its handlers.
+	forced atomic.Bool
 }
 
 // firstOpen reports how the first attempt to open the stream concluded.
@@ -53,16 +57,24 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 	}
 }
 
-// close releases what the runtime's settlement opened.
-func (r *runner) close() {
+// close releases what the runtime's settlement opened and reports a shutdown
+// that had to be forced.
+func (r *runner) close() error {
+	var errs []error
+	if r.forced.Load() {
+		errs = append(errs, fmt.Errorf("streaming: stream %q: handlers missed the shutdown timeout (%s): %w",
+			r.subscription.queue, r.subscription.shutdownTimeout, messaging.ErrShutdownForced))
+	}
 	for _, worker := range r.workers {
 		if closer, ok := worker.(io.Closer); ok {
 			if err := closer.Close(); err != nil {
 				r.logger.Warn(fmt.Sprintf("Unable to close the settlement of stream [%s] [%v].", r.subscription.queue, err),
 					slog.String("stream", r.subscription.queue), slog.Any("error", err))
+				errs = append(errs, fmt.Errorf("streaming: stream %q: close its settlement: %w", r.subscription.queue, err))
 			}
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func (r *runner) run() {

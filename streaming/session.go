@@ -141,6 +141,7 @@ func (s *session) await(workersDone <-chan struct{}) {
 			// acknowledgement is bounded by the transport; ackCtx is cancelled
 			// only when the grace below runs out.
 			s.cancelHandle()
+			s.forced.Store(true)
 			s.monitor.ShutdownForced(queue)
 			timeout := s.subscription.shutdownTimeout
 			s.logger.Warn(fmt.Sprintf("Workers on stream [%s] did not conclude within [%s] of shutdown; abandoning in-flight deliveries.", queue, timeout),

@@ -23,6 +23,9 @@ type fakeConnector struct {
 	contexts    []context.Context
 	declared    []string
 	connections []*fakeConnection
+	// commitStarted, when set, makes Commit signal it and then block until
+	// its connection is closed, like a confirm that never comes.
+	commitStarted chan struct{}
 }
 
 func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
@@ -32,7 +35,7 @@ func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
 	if c.connectErr != nil {
 		return nil, c.connectErr
 	}
-	connection := &fakeConnection{connector: c}
+	connection := &fakeConnection{connector: c, gone: make(chan struct{})}
 	c.connections = append(c.connections, connection)
 	if c.declarer {
 		return &declaringConnection{fakeConnection: connection}, nil
@@ -60,6 +63,7 @@ func (c *fakeConnector) targets() []string {
 type fakeConnection struct {
 	connector *fakeConnector
 	closed    bool
+	gone      chan struct{} // closed with the connection
 }
 
 func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
@@ -74,6 +78,9 @@ func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, 
 func (c *fakeConnection) Close() error {
 	c.connector.mu.Lock()
 	defer c.connector.mu.Unlock()
+	if !c.closed {
+		close(c.gone)
+	}
 	c.closed = true
 	return nil
 }
@@ -120,6 +127,11 @@ func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch
 }
 
 func (w *fakeWriter) Commit() error {
+	if started := w.connector.commitStarted; started != nil {
+		started <- struct{}{}
+		<-w.connection.gone
+		return fmt.Errorf("confirm: %w", messaging.ErrArrivalUnknown)
+	}
 	w.connector.mu.Lock()
 	defer w.connector.mu.Unlock()
 	if w.connector.commitErr != nil {

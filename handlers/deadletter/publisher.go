@@ -119,10 +119,14 @@ func (p *publisher) declareRung(ctx context.Context, queue, rung string, delay t
 	return nil
 }
 
-// close releases the connection once no republish is in progress.
+// close releases the connection once no republish is in progress. When ctx
+// ends first it closes the connection under the republish, which makes it
+// fail (its message stays unacknowledged and is redelivered), and reports
+// messaging.ErrShutdownForced.
 func (p *publisher) close(ctx context.Context) error {
 	if err := p.acquire(ctx); err != nil {
-		return fmt.Errorf("deadletter: close: a republish is still in progress: %w", err)
+		closeErr := p.link.Close()
+		return errors.Join(fmt.Errorf("deadletter: close: a republish was still in progress and was cut off (%w): %w", err, messaging.ErrShutdownForced), closeErr)
 	}
 	defer p.release()
 	p.used = false

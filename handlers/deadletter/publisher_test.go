@@ -3,28 +3,34 @@ package deadletter
 import (
 	"context"
 	"errors"
+	"testing"
+	"time"
 
-	"github.com/smarty/assertions/should"
+	"github.com/warrenmq/messaging"
 )
 
-func (f *HandlerFixture) TestAKeptConnectionClosedSinceItsLastUseIsReplacedAndTheSetAsideLands() {
-	f.inner.action = func(context.Context, []any) { panic(errors.New("quantity must be positive")) }
-	handler := f.handler(Options.MaxAttempts(1))
-	handler.Handle(context.Background(), delivery("a"))
-	f.connector.mu.Lock()
-	f.connector.connections[0].closed = true // the broker closed it between two set-asides
-	f.connector.mu.Unlock()
+func TestClosingDuringARepublishCutsItOffAndSaysSo(t *testing.T) {
+	connector := &fakeConnector{commitStarted: make(chan struct{}, 1)}
+	p := newPublisher(connector)
+	published := make(chan error, 1)
+	go func() {
+		published <- p.publish(context.Background(), messaging.Dispatch{RoutingKey: "q.dlq", MessageID: "a"})
+	}()
+	<-connector.commitStarted
 
-	handler.Handle(context.Background(), delivery("bb"))
-
-	f.So(f.connector.connects, should.Equal, 2)
-	f.So(f.connector.targets(), should.HaveLength, 2)
-}
-
-func (f *HandlerFixture) TestAFreshConnectionThatFailsIsNotTriedAgain() {
-	f.inner.action = func(context.Context, []any) { panic(errors.New("quantity must be positive")) }
-	f.connector.commitErr = errors.New("lost")
-	value := recovered(func() { f.handler(Options.MaxAttempts(1)).Handle(context.Background(), delivery("a")) })
-	f.So(value, should.NotBeNil)
-	f.So(f.connector.connects, should.Equal, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err := p.close(ctx)
+	if !errors.Is(err, messaging.ErrShutdownForced) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v, want ErrShutdownForced and the deadline", err)
+	}
+	if err := <-published; !errors.Is(err, messaging.ErrArrivalUnknown) {
+		t.Fatalf("the cut-off republish returned %v, want ErrArrivalUnknown (not acknowledged, redelivered)", err)
+	}
+	if !connector.connections[0].closed {
+		t.Fatal("a forced close must still close the connection")
+	}
+	if err := p.publish(context.Background(), messaging.Dispatch{RoutingKey: "q.dlq", MessageID: "b"}); !errors.Is(err, messaging.ErrClosed) {
+		t.Fatalf("publish after close: %v, want ErrClosed", err)
+	}
 }
