@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/warrenmq/messaging"
 )
 
 // store is every statement the outbox runs against its table.
@@ -18,126 +16,23 @@ type store struct {
 	dialect Dialect
 	table   string
 
-	// mu guards the insert statement, prepared once on db and reused by every
-	// committing transaction, so a commit does not prepare and close the
-	// statement (two round trips and a parse) each time.
-	mu         sync.Mutex
-	insertStmt *sql.Stmt
-	closed     bool
+	// mu guards the insert statements (see insert.go), prepared once on db
+	// and reused by every committing transaction, so a commit does not
+	// prepare and close a statement (two round trips and a parse) each time.
+	mu      sync.Mutex
+	inserts map[int]*sql.Stmt // by rows per statement
+	// step is MySQL's auto_increment_increment, read once: the ids of one
+	// multi-row INSERT are LAST_INSERT_ID(), then step apart. Zero until read.
+	step   int64
+	closed bool
 }
 
 func newStore(db *sql.DB, dialect Dialect, table string) *store {
-	return &store{db: db, dialect: dialect.normal(), table: table}
-}
-
-// insertQuery is the statement that stores one dispatch.
-func (s *store) insertQuery() string {
-	query := "INSERT INTO {t} (" + columns + ", lease_owner, lease_until_us) VALUES (" + placeholders(columnCount+2) + ")"
-	if s.dialect == PostgreSQL {
-		query += " RETURNING id"
-	}
-	return s.q(query)
-}
-
-// prepareInsert prepares the insert statement on the database handle once. It
-// runs before the committing transaction begins, never inside it: preparing on
-// the handle takes a pooled connection, and a pool of one (usual for SQLite)
-// would wait for the transaction's own. A failure is not cached; the insert
-// then prepares in its transaction and reports the cause.
-//
-// The prepare runs without the store's lock: it may wait for a pooled
-// connection, and a writer holding one must still be able to insert.
-func (s *store) prepareInsert(ctx context.Context) {
-	if s.preparedInsert() != nil {
-		return
-	}
-	statement, err := s.db.PrepareContext(ctx, s.insertQuery())
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	keep := s.insertStmt == nil && !s.closed
-	if keep {
-		s.insertStmt = statement
-	}
-	s.mu.Unlock()
-	if !keep { // another writer won the race, or the store closed
-		_ = statement.Close()
-	}
-}
-
-// preparedInsert returns the shared insert statement, or nil when it is not
-// prepared (yet, or any more).
-func (s *store) preparedInsert() *sql.Stmt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.insertStmt
-}
-
-// close releases the shared insert statement; later inserts prepare in their
-// own transaction.
-func (s *store) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.insertStmt == nil {
-		return nil
-	}
-	err := s.insertStmt.Close()
-	s.insertStmt = nil
-	if err != nil {
-		return fmt.Errorf("sqlmq: close the prepared outbox insert: %w", err)
-	}
-	return nil
+	return &store{db: db, dialect: dialect.normal(), table: table, inserts: map[int]*sql.Stmt{}}
 }
 
 func (s *store) q(query string) string {
 	return s.dialect.Rebind(strings.ReplaceAll(query, "{t}", s.table))
-}
-
-// execer is what an insert needs from a *sql.Tx.
-type execer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-	StmtContext(ctx context.Context, statement *sql.Stmt) *sql.Stmt
-}
-
-// insert stores normalized dispatches in tx, leased to owner until leaseUntil,
-// and returns their row ids in order. It uses the shared prepared statement
-// when there is one (database/sql prepares it once per pooled connection), and
-// prepares in tx otherwise.
-func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Dispatch, created time.Time, owner string, leaseUntil time.Time) ([]int64, error) {
-	var statement *sql.Stmt
-	if shared := s.preparedInsert(); shared != nil {
-		statement = tx.StmtContext(ctx, shared)
-	} else {
-		var err error
-		if statement, err = tx.PrepareContext(ctx, s.insertQuery()); err != nil {
-			return nil, fmt.Errorf("sqlmq: prepare the outbox insert into %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
-		}
-	}
-	defer func() { _ = statement.Close() }()
-	ids := make([]int64, 0, len(dispatches))
-	for _, d := range dispatches {
-		args, err := values(d, created)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, owner, micros(leaseUntil))
-		var id int64
-		if s.dialect == PostgreSQL {
-			err = statement.QueryRowContext(ctx, args...).Scan(&id)
-		} else {
-			var result sql.Result
-			if result, err = statement.ExecContext(ctx, args...); err == nil {
-				id, err = result.LastInsertId()
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sqlmq: insert message %s into the outbox table %s: %w", d.MessageID, s.table, err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"

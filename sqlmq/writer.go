@@ -82,9 +82,10 @@ func (w *commitWriter) commit() ([]row, error) {
 	created := config.clock.Now()
 	leaseUntil := created.Add(config.lease)
 	var ids []int64
+	var unprepared []int
 	if len(w.pending) > 0 {
 		var err error
-		ids, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, leaseUntil)
+		ids, unprepared, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, leaseUntil)
 		if err != nil {
 			_ = w.tx.Rollback()
 			return nil, err
@@ -96,6 +97,9 @@ func (w *commitWriter) commit() ([]row, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	// The transaction has given its connection back: prepare on the handle
+	// the sizes this commit prepared in its transaction, for the next ones.
+	w.outbox.store.learn(w.ctx, unprepared)
 	config.monitor.MessageStored(len(ids))
 	rows := make([]row, len(ids))
 	for i, id := range ids {
