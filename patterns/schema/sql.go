@@ -1,0 +1,302 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/messaging/sqlmq"
+)
+
+// DB is what the SQL registry needs of a database: *sql.DB, *sql.Conn and
+// *sql.Tx all have it.
+type DB interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// registerAttempts bounds Register's loop: each pass loses only to another
+// registration that took the next version with a different definition, so
+// this is far more than contention between services starting together needs.
+const registerAttempts = 64
+
+// SQLRegistry keeps schemas in a table shared by every process that uses it,
+// on MySQL/MariaDB, PostgreSQL or SQLite, in the table layout of the other
+// AceMQ libraries. Registration is safe from any number of processes at once:
+// the table's unique keys decide, so each distinct definition of a subject
+// gets one version and every registrant of it the same answer. It is safe for
+// concurrent use when db is.
+type SQLRegistry struct {
+	db      DB
+	dialect sqlmq.Dialect
+	table   string
+	now     func() time.Time
+	monitor Monitor
+
+	insert, latestVersion, byID, byVersion, byFingerprint, latest, versions string
+}
+
+// NewSQLRegistry returns a registry over db in dialect (sqlmq.MySQL,
+// sqlmq.PostgreSQL or sqlmq.SQLite); Options.Table, Clock and Monitor apply.
+// It creates nothing: apply Schema with your migrations. The error is a table
+// name that is not a plain identifier.
+func NewSQLRegistry(db DB, dialect sqlmq.Dialect, options ...Option) (*SQLRegistry, error) {
+	c := newConfig(options)
+	if !sqlmq.IsTableName(c.table) {
+		return nil, fmt.Errorf("schema: table name %q is not a plain identifier; use letters, digits and underscores (optionally schema.table)", c.table)
+	}
+	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, now: c.now, monitor: c.monitor}
+	t := r.table
+	ignore := " ON CONFLICT DO NOTHING"
+	if r.mysql() {
+		ignore = " ON DUPLICATE KEY UPDATE id = id"
+	}
+	columns := "id, subject, version, format, definition, fingerprint, registered_at"
+	r.insert = dialect.Rebind("INSERT INTO " + t + " (subject, version, format, definition, fingerprint, registered_at) VALUES (?, ?, ?, ?, ?, ?)" + ignore)
+	r.latestVersion = dialect.Rebind("SELECT COALESCE(MAX(version), 0) FROM " + t + " WHERE subject = ?")
+	r.byID = dialect.Rebind("SELECT " + columns + " FROM " + t + " WHERE id = ?")
+	r.byVersion = dialect.Rebind("SELECT " + columns + " FROM " + t + " WHERE subject = ? AND version = ?")
+	r.byFingerprint = dialect.Rebind("SELECT " + columns + " FROM " + t + " WHERE subject = ? AND fingerprint = ?")
+	r.latest = dialect.Rebind("SELECT " + columns + " FROM " + t + " WHERE subject = ? ORDER BY version DESC LIMIT 1")
+	r.versions = dialect.Rebind("SELECT " + columns + " FROM " + t + " WHERE subject = ? ORDER BY version")
+	return r, nil
+}
+
+var _ Registry = (*SQLRegistry)(nil)
+
+// Schema returns the DDL that creates the registry's table in its dialect.
+// The library never runs it: put it in a migration. Beside the other AceMQ
+// libraries' UNIQUE (subject, fingerprint), it declares UNIQUE (subject,
+// version), which is what keeps two different definitions registered at the
+// same moment from both becoming the same version; add it to a table another
+// library created. On MySQL the subject is compared byte for byte
+// (utf8mb4_bin), as the other dialects compare it.
+func (r *SQLRegistry) Schema() string {
+	bare := r.table[strings.LastIndexByte(r.table, '.')+1:]
+	uniques := ",\n    CONSTRAINT " + bare + "_subject_fingerprint UNIQUE (subject, fingerprint),\n" +
+		"    CONSTRAINT " + bare + "_subject_version UNIQUE (subject, version)\n);\n"
+	switch {
+	case r.mysql():
+		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
+			"    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n" +
+			"    subject VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
+			"    version INTEGER NOT NULL,\n" +
+			"    format VARCHAR(64) NOT NULL,\n" +
+			"    definition LONGTEXT NOT NULL,\n" +
+			"    fingerprint VARCHAR(64) NOT NULL,\n" +
+			"    registered_at DATETIME(6) NOT NULL" + uniques
+	case r.dialect == sqlmq.PostgreSQL:
+		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
+			"    id BIGSERIAL PRIMARY KEY,\n" +
+			"    subject VARCHAR(255) NOT NULL,\n" +
+			"    version INTEGER NOT NULL,\n" +
+			"    format VARCHAR(64) NOT NULL,\n" +
+			"    definition TEXT NOT NULL,\n" +
+			"    fingerprint VARCHAR(64) NOT NULL,\n" +
+			"    registered_at TIMESTAMP NOT NULL" + uniques
+	default:
+		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
+			"    id INTEGER PRIMARY KEY AUTOINCREMENT,\n" +
+			"    subject VARCHAR(255) NOT NULL,\n" +
+			"    version INTEGER NOT NULL,\n" +
+			"    format VARCHAR(64) NOT NULL,\n" +
+			"    definition TEXT NOT NULL,\n" +
+			"    fingerprint VARCHAR(64) NOT NULL,\n" +
+			"    registered_at TIMESTAMP NOT NULL" + uniques
+	}
+}
+
+// Register adds definition to subject as its next version, or returns the
+// version with its fingerprint. It reads the subject's highest version and
+// inserts the next one unless either key is taken; then it reads the row with
+// the fingerprint back. A row that is not there means another definition took
+// that version first, and it tries the next.
+func (r *SQLRegistry) Register(ctx context.Context, subject, format, definition string) (Schema, error) {
+	if err := check(subject, format, definition); err != nil {
+		return Schema{}, err
+	}
+	fingerprint := Fingerprint(definition)
+	var lastErr error
+	for range registerAttempts {
+		existing, err := r.one(ctx, r.byFingerprint, subject, fingerprint)
+		if err == nil {
+			r.monitor.Registered(subject, existing.Version, false)
+			return existing, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return Schema{}, r.failed("register a schema for subject", subject, err)
+		}
+		var latest int
+		if err := r.db.QueryRowContext(ctx, r.latestVersion, subject).Scan(&latest); err != nil {
+			return Schema{}, r.failed("read the latest version of subject", subject, err)
+		}
+		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.at(r.now()))
+		if err != nil {
+			// A deadlock between two inserts, or a conflict a driver reports
+			// as an error: the next pass reads what won.
+			lastErr = err
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if n, err := result.RowsAffected(); err == nil && n == 1 {
+			if created, err := r.one(ctx, r.byFingerprint, subject, fingerprint); err == nil {
+				r.monitor.Registered(subject, created.Version, true)
+				return created, nil
+			}
+		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("other registrations kept taking the next version")
+	}
+	if ctx.Err() != nil {
+		lastErr = errors.Join(lastErr, ctx.Err())
+	}
+	return Schema{}, fmt.Errorf("schema: could not register a definition for subject %q in %s after %d attempts; try again: %w", subject, r.table, registerAttempts, lastErr)
+}
+
+// ByID returns the schema with id.
+func (r *SQLRegistry) ByID(ctx context.Context, id int64) (Schema, error) {
+	s, err := r.one(ctx, r.byID, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.monitor.NotFound("")
+		return Schema{}, notFoundID(id)
+	}
+	if err != nil {
+		return Schema{}, fmt.Errorf("schema: read the schema with id %d from %s: %w", id, r.table, err)
+	}
+	return s, nil
+}
+
+// ByVersion returns subject's version.
+func (r *SQLRegistry) ByVersion(ctx context.Context, subject string, version int) (Schema, error) {
+	s, err := r.one(ctx, r.byVersion, subject, version)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.monitor.NotFound(subject)
+		return Schema{}, notFoundVersion(subject, version)
+	}
+	if err != nil {
+		return Schema{}, r.failed("read a version of subject", subject, err)
+	}
+	return s, nil
+}
+
+// ByFingerprint returns subject's version with fingerprint.
+func (r *SQLRegistry) ByFingerprint(ctx context.Context, subject, fingerprint string) (Schema, error) {
+	s, err := r.one(ctx, r.byFingerprint, subject, fingerprint)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.monitor.NotFound(subject)
+		return Schema{}, notFoundFingerprint(subject, fingerprint)
+	}
+	if err != nil {
+		return Schema{}, r.failed("read a fingerprint of subject", subject, err)
+	}
+	return s, nil
+}
+
+// Latest returns subject's highest version.
+func (r *SQLRegistry) Latest(ctx context.Context, subject string) (Schema, error) {
+	s, err := r.one(ctx, r.latest, subject)
+	if errors.Is(err, sql.ErrNoRows) {
+		r.monitor.NotFound(subject)
+		return Schema{}, notFoundSubject(subject)
+	}
+	if err != nil {
+		return Schema{}, r.failed("read the latest version of subject", subject, err)
+	}
+	return s, nil
+}
+
+// Versions returns every version of subject, oldest first.
+func (r *SQLRegistry) Versions(ctx context.Context, subject string) ([]Schema, error) {
+	rows, err := r.db.QueryContext(ctx, r.versions, subject)
+	if err != nil {
+		return nil, r.failed("read the versions of subject", subject, err)
+	}
+	defer rows.Close()
+	var all []Schema
+	for rows.Next() {
+		s, err := r.scan(rows.Scan)
+		if err != nil {
+			return nil, r.failed("read the versions of subject", subject, err)
+		}
+		all = append(all, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, r.failed("read the versions of subject", subject, err)
+	}
+	if len(all) == 0 {
+		r.monitor.NotFound(subject)
+		return nil, notFoundSubject(subject)
+	}
+	return all, nil
+}
+
+func (r *SQLRegistry) one(ctx context.Context, query string, args ...any) (Schema, error) {
+	return r.scan(r.db.QueryRowContext(ctx, query, args...).Scan)
+}
+
+func (r *SQLRegistry) scan(scan func(...any) error) (Schema, error) {
+	var s Schema
+	var at timestamp
+	if err := scan(&s.ID, &s.Subject, &s.Version, &s.Format, &s.Definition, &s.Fingerprint, &at); err != nil {
+		return Schema{}, err
+	}
+	s.RegisteredAt = at.Time
+	return s, nil
+}
+
+func (r *SQLRegistry) failed(what, subject string, err error) error {
+	return fmt.Errorf("schema: %s %q in %s: %w", what, subject, r.table, err)
+}
+
+func (r *SQLRegistry) mysql() bool {
+	return r.dialect == sqlmq.MySQL || r.dialect == sqlmq.Dialect{}
+}
+
+// at is a time as the dialect stores it. SQLite has no time type: a
+// fixed-width UTC text keeps its order.
+func (r *SQLRegistry) at(t time.Time) any {
+	if r.dialect == sqlmq.SQLite {
+		return t.UTC().Format(textTime)
+	}
+	return t.UTC()
+}
+
+const textTime = "2006-01-02 15:04:05.000000"
+
+// timestamp reads a time whether the driver hands it over as a time or as
+// text (MySQL without parseTime, SQLite).
+type timestamp struct{ time.Time }
+
+// Scan implements sql.Scanner.
+func (t *timestamp) Scan(value any) error {
+	switch v := value.(type) {
+	case time.Time:
+		t.Time = v.UTC()
+		return nil
+	case []byte:
+		return t.parse(string(v))
+	case string:
+		return t.parse(v)
+	case nil:
+		t.Time = time.Time{}
+		return nil
+	}
+	return fmt.Errorf("schema: registered_at is a %T, not a time", value)
+}
+
+func (t *timestamp) parse(text string) error {
+	for _, layout := range []string{textTime, "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", time.RFC3339Nano} {
+		if parsed, err := time.Parse(layout, text); err == nil {
+			t.Time = parsed.UTC()
+			return nil
+		}
+	}
+	return fmt.Errorf("schema: registered_at %q is not a time this registry reads", text)
+}
