@@ -108,7 +108,11 @@ func NewPipeline[T any](ctx context.Context, transport messaging.Connector, name
 	p.route = NewRoute(name, names...)
 	p.config = newConfig(options)
 	p.config.pipeline, p.config.route = name, p.route
-	p.plan = p.topology()
+	plan, err := p.topology()
+	if err != nil {
+		return nil, err
+	}
+	p.plan = plan
 
 	if err := p.declare(ctx, transport); err != nil {
 		return nil, err
@@ -187,7 +191,7 @@ func (p *Pipeline[T]) validate(transport messaging.Connector) error {
 
 // topology is the pipeline's plan: the exchange, and for each step its
 // queue as a stream with dead letters declares it, bound on the step name.
-func (p *Pipeline[T]) topology() topology.Plan {
+func (p *Pipeline[T]) topology() (topology.Plan, error) {
 	plan := topology.Plan{Exchanges: []messaging.Exchange{{Name: p.name, Kind: messaging.ExchangeDirect, Durable: true}}}
 	for _, step := range p.steps {
 		stepPlan, err := topology.ForStream(messaging.StreamConfig{
@@ -197,12 +201,12 @@ func (p *Pipeline[T]) topology() topology.Plan {
 			DeadLetters:       true,
 			Bindings:          []messaging.StreamBinding{{Exchange: p.name, Kind: messaging.ExchangeDirect, Key: step.name}},
 		})
-		if err != nil { // a queue name ForStream refuses is refused again by Apply
-			continue
+		if err != nil {
+			return topology.Plan{}, fmt.Errorf("acemq: pipeline %q cannot plan the queue of step %q: %w", p.name, step.name, err)
 		}
 		plan = plan.Merge(stepPlan)
 	}
-	return plan
+	return plan, nil
 }
 
 // declare applies the plan through a connection of its own.

@@ -3,6 +3,10 @@ package flow
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -90,4 +94,73 @@ func (f *PipelineBuildFixture) TestDescribeAndTheTopologyFollowTheDigest() {
 	f.So(queue.Durable, should.BeTrue)
 	f.So(queue.Arguments["x-dead-letter-routing-key"], should.Equal, "fulfilment.reserve.dlq")
 	f.So(p.Close(), should.BeNil)
+	_, err = p.Send(context.Background(), order{})
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+}
+
+func (f *PipelineBuildFixture) TestATransportThatCannotConnectFailsTheBuild() {
+	_ = f.transport.Close()
+	p, err := NewPipeline[order](context.Background(), f.transport, "p", Step("a", validate))
+	f.So(p, should.BeNil)
+	f.So(err, should.NotBeNil)
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+	f.So(err.Error(), should.StartWith, `acemq: pipeline "p" could not connect to declare its topology: `)
+}
+
+// refusingReaders is a transport whose connections declare (through the
+// memory transport beneath) but refuse to open a reader, and that counts
+// the connections still open.
+type refusingReaders struct {
+	messaging.Connector
+	mu   sync.Mutex
+	open int
+}
+
+type refusingConnection struct {
+	messaging.Connection
+	owner  *refusingReaders
+	closed bool
+}
+
+func (r *refusingReaders) Connect(ctx context.Context) (messaging.Connection, error) {
+	conn, err := r.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.open++
+	r.mu.Unlock()
+	return &refusingConnection{Connection: conn, owner: r}, nil
+}
+
+func (r *refusingReaders) stillOpen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open
+}
+
+func (c *refusingConnection) Unwrap() messaging.Connection { return c.Connection }
+
+func (c *refusingConnection) Reader(context.Context) (messaging.Reader, error) {
+	return nil, fmt.Errorf("no reading here: %w", messaging.ErrAccessRefused)
+}
+
+func (c *refusingConnection) Close() error {
+	c.owner.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.owner.open--
+	}
+	c.owner.mu.Unlock()
+	return c.Connection.Close()
+}
+
+func (f *PipelineBuildFixture) TestAStartFailureClosesWhatWasStarted() {
+	transport := &refusingReaders{Connector: f.transport}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := NewPipeline[order](context.Background(), transport, "p", Step("a", validate), Step("b", validate), Options.Logger(quiet))
+	f.So(p, should.BeNil)
+	f.So(errors.Is(err, messaging.ErrAccessRefused), should.BeTrue)
+	f.So(err.Error(), should.StartWith, `acemq: pipeline "p" could not start its steps: `)
+	f.So(transport.stillOpen(), should.Equal, 0)
 }

@@ -21,6 +21,10 @@ import (
 // attempt. A publish that fails retries the input with "acemq: the work for
 // message <id> is done but the next message did not go out: <why>".
 //
+// writer publishes straight to the broker (batch.New(transport), say): a
+// transaction's writer would roll a hop back with the transaction while the
+// hop record still counts it as published.
+//
 // The handler settles single messages, so it runs under a settlement
 // decorator (the streaming runtime puts one around every worker). The hop
 // is published once per batch however often retry runs the batch
