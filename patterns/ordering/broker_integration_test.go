@@ -1,0 +1,298 @@
+package ordering
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// journal records, per key, the sequence numbers in the order they were
+// handled, every id's handling count, and how many handlers ran at once per
+// key and overall.
+type journal struct {
+	mu        sync.Mutex
+	order     map[string][]int
+	handled   map[string]int
+	perKey    map[string]int
+	running   int
+	mostAtAll int
+	mostInKey int
+}
+
+func newJournal() *journal {
+	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}}
+}
+
+func (j *journal) begin(key string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.running++
+	j.perKey[key]++
+	j.mostAtAll = max(j.mostAtAll, j.running)
+	j.mostInKey = max(j.mostInKey, j.perKey[key])
+}
+
+func (j *journal) end(key, id string, seq int) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.running--
+	j.perKey[key]--
+	j.order[key] = append(j.order[key], seq)
+	j.handled[id]++
+}
+
+func (j *journal) count() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return len(j.handled)
+}
+
+// orderedConsumer starts a streaming consumer of queue (bound to exchange)
+// with workers sharing one New(ByHeader("x-order-id")) handler over inner.
+func orderedConsumer(t *testing.T, url, exchange, queue string, workers int, inner messaging.Handler) messaging.Connector {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	t.Cleanup(func() { _ = transport.Close() })
+	handler := New(ByHeader("x-order-id"))(inner)
+	handlers := make([]messaging.Handler, workers)
+	for i := range handlers {
+		handlers[i] = handler
+	}
+	consumer := streaming.New(transport,
+		streaming.Options.Logger(quiet),
+		streaming.Options.Subscriptions(streaming.NewSubscription(queue,
+			streaming.SubscriptionOptions.Topics(exchange),
+			streaming.SubscriptionOptions.AddWorkers(handlers...),
+			streaming.SubscriptionOptions.FullDeliveryToHandler(true),
+		)),
+	)
+	listening := make(chan struct{})
+	go func() { consumer.Listen(); close(listening) }()
+	t.Cleanup(func() {
+		_ = consumer.Close()
+		select {
+		case <-listening:
+		case <-time.After(30 * time.Second):
+			t.Error("Listen did not return after Close")
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := consumer.Started(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return transport
+}
+
+// publishKeyed publishes total messages round the keys, in order, with
+// x-order-id = key and a payload naming the sequence number within the key.
+func publishKeyed(t *testing.T, transport messaging.Connector, exchange string, keys []string, total int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	writer, err := conn.Writer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	dispatches := make([]messaging.Dispatch, 0, total)
+	for i := range total {
+		key := keys[i%len(keys)]
+		dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprintf("%s/%d", key, i/len(keys)),
+			MessageType: "ordered", Mandatory: true, Headers: map[string]any{"x-order-id": key}, Payload: []byte("{}")})
+	}
+	for len(dispatches) > 0 {
+		n := min(len(dispatches), 250)
+		if _, err := writer.Write(ctx, dispatches[:n]...); err != nil {
+			t.Fatal(err)
+		}
+		dispatches = dispatches[n:]
+	}
+}
+
+func parse(id string) (key string, seq int) {
+	key, number, _ := strings.Cut(id, "/")
+	fmt.Sscan(number, &seq)
+	return key, seq
+}
+
+// TestEachKeyIsHandledInPublishedOrderWhileKeysOverlap publishes 1,000
+// messages over 20 keys to a queue read by 8 workers sharing one ordering
+// handler: every message is handled once, per key in the published order and
+// never two at once, and handlers of different keys overlap (measured).
+func TestEachKeyIsHandledInPublishedOrderWhileKeysOverlap(t *testing.T) {
+	url := testenv.Broker(t)
+	const total, workers = 1000, 8
+	keys := ids("order-", 20)
+	queue, exchange := testenv.Name(t, "ordering"), testenv.Name(t, "ordering-x")
+	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+
+	j := newJournal()
+	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		for _, message := range messages {
+			d := message.(messaging.Delivery)
+			key, seq := parse(d.MessageID)
+			j.begin(key)
+			time.Sleep(200 * time.Microsecond) // long enough for other keys to overlap
+			j.end(key, d.MessageID, seq)
+		}
+	})
+	transport := orderedConsumer(t, url, exchange, queue, workers, inner)
+	started := time.Now()
+	publishKeyed(t, transport, exchange, keys, total)
+	waitFor(t, func() bool { return j.count() >= total })
+	t.Logf("%d messages over %d keys through %d workers in %s; at most %d handlers at once, %d within one key",
+		total, len(keys), workers, time.Since(started).Round(time.Millisecond), j.mostAtAll, j.mostInKey)
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for id, n := range j.handled {
+		if n != 1 {
+			t.Errorf("message %s handled %d times", id, n)
+		}
+	}
+	if len(j.handled) != total {
+		t.Errorf("%d messages handled; want %d", len(j.handled), total)
+	}
+	for _, key := range keys {
+		seqs := j.order[key]
+		for i, seq := range seqs {
+			if seq != i {
+				t.Fatalf("key %s handled in the order %v; want 0, 1, 2, ...", key, seqs)
+			}
+		}
+	}
+	if j.mostInKey != 1 {
+		t.Errorf("%d handlers of one key ran at once; want 1", j.mostInKey)
+	}
+	if j.mostAtAll < 2 {
+		t.Errorf("at most %d handler ran at once across %d keys and %d workers; different keys must run in parallel", j.mostAtAll, len(keys), workers)
+	}
+}
+
+// TestAKeyThatFailsDoesNotHoldUpTheOthers: every message of one key panics
+// (the runtime dead-letters it) while the other keys' messages are handled,
+// each once and in order; each failed one is counted by id in {queue}.dlq.
+func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
+	url := testenv.Broker(t)
+	const total, workers = 400, 4
+	keys := []string{"bad", "k1", "k2", "k3"}
+	queue, exchange := testenv.Name(t, "ordering-fail"), testenv.Name(t, "ordering-fail-x")
+	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+
+	j := newJournal()
+	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		for _, message := range messages {
+			d := message.(messaging.Delivery)
+			key, seq := parse(d.MessageID)
+			if key == "bad" {
+				panic(fmt.Errorf("order %s cannot be handled", d.MessageID))
+			}
+			j.begin(key)
+			j.end(key, d.MessageID, seq)
+		}
+	})
+	transport := orderedConsumer(t, url, exchange, queue, workers, inner)
+	publishKeyed(t, transport, exchange, keys, total)
+	good := total - total/len(keys)
+	waitFor(t, func() bool { return j.count() >= good })
+
+	dead := drain(t, url, queue+".dlq", total/len(keys))
+	for i := range total / len(keys) {
+		if id := fmt.Sprint("bad/", i); dead[id] != 1 {
+			t.Errorf("%s is in the dead-letter queue %d times; want 1", id, dead[id])
+		}
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.handled) != good {
+		t.Errorf("%d messages handled; want %d", len(j.handled), good)
+	}
+	for _, key := range keys[1:] {
+		for i, seq := range j.order[key] {
+			if seq != i {
+				t.Fatalf("key %s handled in the order %v", key, j.order[key])
+			}
+		}
+	}
+}
+
+// waitFor polls the real broker's effects (bounded at a minute).
+func waitFor(t *testing.T, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal("not every message was handled within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// drain reads want messages from queue and counts them by message id.
+func drain(t *testing.T, url, queue string, want int) map[string]int {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	counts := map[string]int{}
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < want; {
+		d, ok, err := ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		counts[d.MessageId]++
+		got++
+	}
+	return counts
+}
+
+func deleteTopology(url, exchange string, queues ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	for _, q := range queues {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	_ = ch.ExchangeDelete(exchange, false, false)
+}
