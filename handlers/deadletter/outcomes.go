@@ -109,26 +109,37 @@ func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error
 	}
 	dispatch.Error = ""
 	delay, inBroker := c.config.wait(attempt)
+	return c.republishAfter(ctx, delivery, dispatch, delay, inBroker, ActionRetried)
+}
+
+// republishAfter republishes dispatch, delivery's copy, once delay has passed:
+// in a broker rung when inBroker (a rung that cannot be used falls back to the
+// process only within the broker-wait threshold; a longer wait fails the
+// settlement, so the broker redelivers the message), else in the process.
+func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, delay time.Duration, inBroker bool, action string) error {
+	queue := delivery.SourceQueue
 	if inBroker {
 		rung := c.config.rungFor(queue, delay)
-		rungErr := c.throughRung(ctx, delivery, dispatch, rung)
+		rungErr := c.throughRung(ctx, delivery, dispatch, rung, action)
 		if rungErr == nil {
 			return nil
 		}
 		threshold := c.config.policy.BrokerWaitThreshold()
 		if delay > threshold {
-			return c.fail(delivery, fmt.Errorf("deadletter: the %s retry wait for message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the retry waits",
+			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",
 				delay, delivery.MessageID, rungErr, threshold))
 		}
 		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung.Name, rungErr, delay),
 			slog.String("queue", queue), slog.String("rung", rung.Name), slog.Duration("delay", delay), slog.Any("error", rungErr))
 	}
-	return c.afterWait(ctx, delivery, dispatch, delay, ActionRetried)
+	return c.afterWait(ctx, delivery, dispatch, delay, action)
 }
 
 // InProgress republishes delivery to its queue after delay, with the attempt
-// unchanged; the retry policy is not consulted. The wait is held here, bounded
-// by ctx.
+// unchanged; the retry policy's attempts and age are not consulted (the seed:
+// never dead-lettered for it). A delay up to the broker-wait threshold is held
+// here, bounded by ctx; a longer one is held by the broker in a retry rung, as
+// a retry wait is, so no worker sleeps for minutes.
 //
 // It is messaging.InProgress, kept for callers of this package.
 func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
@@ -142,7 +153,8 @@ func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Dur
 func (c *call) inProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
 	dispatch := delivery.Redispatch(delivery.SourceQueue)
 	dispatch.Error = ""
-	return c.afterWait(ctx, delivery, dispatch, max(delay, 0), ActionInProgress)
+	delay = max(delay, 0)
+	return c.republishAfter(ctx, delivery, dispatch, delay, c.config.retryDelay == nil && c.config.policy.InBroker(delay), ActionInProgress)
 }
 
 // afterWait waits in the process, then republishes.
@@ -176,7 +188,7 @@ func (c *call) fail(delivery messaging.Delivery, err error) error {
 // throughRung hands the wait to the broker: it publishes to the rung, which
 // dead-letters the message back to its queue when the TTL expires. It returns
 // why not when the rung cannot be used, leaving the decision to the caller.
-func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, rung retrypolicy.Rung) error {
+func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dispatch messaging.Dispatch, rung retrypolicy.Rung, action string) error {
 	if c.isSettled(delivery) {
 		return nil
 	}
@@ -191,8 +203,8 @@ func (c *call) throughRung(ctx context.Context, delivery messaging.Delivery, dis
 	if err != nil {
 		return err
 	}
-	c.markSettled(delivery, ActionRetried, "")
-	c.config.monitor.Settled(queue, ActionRetried, "")
+	c.markSettled(delivery, action, "")
+	c.config.monitor.Settled(queue, action, "")
 	return nil
 }
 

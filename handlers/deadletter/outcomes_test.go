@@ -194,6 +194,27 @@ func (f *OutcomesFixture) TestInProgressKeepsTheAttempt() {
 	f.So(f.monitor.events, should.Equal, []string{"q in_progress "})
 }
 
+func (f *OutcomesFixture) TestALongInProgressIsHeldByTheBrokerNotByAWorker() {
+	f.connector.declarer = true
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return InProgress(ctx, d, 10*time.Minute)
+	}, []option{Options.MaxAttempts(1)}, delivery("a"))
+	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.connector.declared, should.Equal, []string{"q q.retry.10m 10m0s"})
+	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q.retry.10m")
+	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 1)
+	f.So(f.monitor.events, should.Equal, []string{"q in_progress "})
+}
+
+func (f *OutcomesFixture) TestALongInProgressWithoutRungsIsNotHeldInTheProcess() {
+	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return InProgress(ctx, d, 10*time.Minute)
+	}, nil, delivery("a"))
+	f.So(fmt.Sprint(value), should.ContainSubstring, "cannot be held by the broker")
+	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.connector.dispatches(), should.BeEmpty)
+}
+
 func (f *OutcomesFixture) TestACancelledWaitIsAFailure() {
 	f.sleeper.fail = true
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
