@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/outage"
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
@@ -110,7 +111,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		if ctx.Err() != nil {
 			panic(value) // the failure is the shutdown's, not the message's
 		}
-		if err, outage := outageOf(value); outage {
+		if err, isOutage := outage.Of(value); isOutage {
 			c.hold(rest, err)
 			panic(value)
 		}
@@ -158,7 +159,7 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		if ctx.Err() != nil {
 			panic(value)
 		}
-		if err, outage := outageOf(value); outage {
+		if err, isOutage := outage.Of(value); isOutage {
 			c.hold(deliveries, err)
 			panic(value)
 		}
@@ -200,16 +201,6 @@ func failureText(value any) string {
 		return err.Error()
 	}
 	return fmt.Sprint(value)
-}
-
-// outageOf reports whether a panic value is a dependency's failure
-// (messaging.IsOutage), which is never set aside.
-func outageOf(value any) (error, bool) {
-	err, ok := value.(error)
-	if !ok || !messaging.IsOutage(err) {
-		return nil, false
-	}
-	return err, true
 }
 
 // hold reports the deliveries not yet settled as held for an outage: they are

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/outage"
 )
 
 type handler struct {
@@ -73,7 +74,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.config.monitor.HandleAttempted(attempt, nil)
 			return
 		}
-		if err, outage := outageOf(value); outage {
+		if err, isOutage := outage.Of(value); isOutage {
 			if waitErr := held.wait(err); waitErr != nil {
 				panic(stoppedWaiting(waitErr, err))
 			}

@@ -6,18 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/outage"
 )
-
-// outageOf reports whether a panic value is a dependency's failure.
-func outageOf(value any) (error, bool) {
-	err, ok := value.(error)
-	if !ok || !messaging.IsOutage(err) {
-		return nil, false
-	}
-	return err, true
-}
 
 // hold is one Handle's wait through an outage: it counts the consecutive
 // outage failures, tells the monitor, the log and the runtime (through the

@@ -7,6 +7,7 @@ package outage
 
 import (
 	"context"
+	"github.com/warrenmq/messaging"
 	"time"
 )
 
@@ -42,3 +43,15 @@ type nop struct{}
 
 func (nop) Waiting(error, time.Duration) {}
 func (nop) Resumed()                     {}
+
+// Of reports whether value, a recovered panic value, is an error marked as a
+// dependency's outage (messaging.IsOutage), and returns it. Retry holds such
+// a batch without spending its budget; a settlement decorator never sets it
+// aside.
+func Of(value any) (error, bool) {
+	err, ok := value.(error)
+	if !ok || !messaging.IsOutage(err) {
+		return nil, false
+	}
+	return err, true
+}
