@@ -69,6 +69,10 @@ for id in "${ids[@]}"; do
 	if [ "$status" != shipped ]; then echo "order $id did not reach shipped; service log:"; cat "$log"; exit 1; fi
 done
 
+echo "== a quote, asked and answered through request and reply (patterns/request)"
+quote=$(curl -fsS "http://$addr/orders/${ids[0]}/quote") || { echo "the quote failed; service log:"; cat "$log"; exit 1; }
+echo "quote    ${ids[0]} -> $quote"
+
 echo "== metrics that moved"
 curl -fsS "http://$addr/metrics" | grep -E '^(amqp_publish_total|amqp_commit_total|outbox_stored_total|outbox_confirmed_total|consumer_acknowledged_total|consumer_batch_seconds_count)' || true
 

@@ -36,6 +36,8 @@ type ordersAPI struct {
 	registry *prom.Registry
 	logger   *slog.Logger
 	maxBody  int64
+	// quotes asks the quote responder (nil: GET /orders/{id}/quote is 503).
+	quotes quotes
 }
 
 func newOrdersAPI(ctx context.Context, db *sql.DB, outbox messaging.Connector, checker *status.Checker,
@@ -53,6 +55,7 @@ func (a *ordersAPI) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", a.placeOrder)
 	mux.HandleFunc("GET /orders/{id}", a.getOrder)
+	mux.HandleFunc("GET /orders/{id}/quote", a.getQuote)
 	mux.HandleFunc("GET /status", a.status)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
 	return mux

@@ -5,6 +5,8 @@
 //	POST /orders        {"item":"book","quantity":1} -> 201 {"id":"...","status":"placed"}
 //	                    with Idempotency-Key: a retry returns the first order (200)
 //	GET  /orders/{id}   -> {"id":"...","status":"placed"|"shipped",...}
+//	GET  /orders/{id}/quote -> {"order_id":"...","total_cents":2598,...}, asked
+//	                    and answered through request and reply (patterns/request)
 //	GET  /status        broker, database and consumer health (200 or 503, JSON)
 //	GET  /metrics       Prometheus metrics
 //
@@ -170,7 +172,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 
 	registry := prom.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector())
-	metrics, err := prometheus.New(registry, shipQueue, shippedQueue)
+	metrics, err := prometheus.New(registry, shipQueue, shippedQueue, quoteQueue)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
@@ -287,6 +289,14 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	}
 	defer orders.close()
 
+	// 7. Quotes: a responder on orders.quote and the requester the API asks it with.
+	asker, stopQuotes, err := startQuotes(ctx, transport, db, logger)
+	if err != nil {
+		return err
+	}
+	defer stopQuotes()
+	orders.quotes = asker
+
 	listener, err := net.Listen("tcp", s.http)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another copy running? pass -http to choose another address)", s.http, err)
@@ -316,6 +326,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
 	defer cancel()
 	_ = server.Shutdown(shutdownCtx)
+	stopQuotes()
 	_ = consumer.Close()
 	<-consumerDone
 	_ = dispatcher.Close()
