@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/streaming"
@@ -127,13 +128,6 @@ type stepOption func(*stepConfig)
 // StepOption is the type of StepOptions' values.
 type StepOption = stepOption
 
-// DefaultStepPolicy is a step's retry budget when StepOptions.Retry is not
-// given: retrypolicy.Exponential(5, time.Second, 30*time.Second), the
-// library's default budget.
-func DefaultStepPolicy() retrypolicy.Policy {
-	return retrypolicy.Exponential(5, time.Second, 30*time.Second)
-}
-
 type stepConfig struct {
 	consumers     int
 	policy        retrypolicy.Policy
@@ -152,7 +146,7 @@ func newStepConfig(options []stepOption) stepConfig {
 		c.consumers = 1
 	}
 	if c.policy.IsZero() {
-		c.policy = DefaultStepPolicy()
+		c.policy = retry.DefaultPolicy()
 	}
 	return c
 }
@@ -163,7 +157,8 @@ func (stepSingleton) Consumers(n int) stepOption {
 	return func(c *stepConfig) { c.consumers = n }
 }
 
-// Retry is the step's retry budget (default DefaultStepPolicy): a step that
+// Retry is the step's retry budget (default retry.DefaultPolicy, the
+// library's five attempts): a step that
 // returns an error is republished with its attempt advanced after the
 // policy's wait (in the process, or in a {queue}.retry.{d} rung for a long
 // wait) and dead-lettered to {queue}.dlq when the policy gives up.

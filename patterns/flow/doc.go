@@ -104,7 +104,7 @@
 //     StepOptions...).
 //   - PL3 StepOptions.Consumers(n): n subscriptions on {pipeline}.{step},
 //     each with its own connection and prefetch.
-//   - PL4 StepOptions.Retry(policy) (default DefaultStepPolicy, the
+//   - PL4 StepOptions.Retry(policy) (default retry.DefaultPolicy, the
 //     library's five attempts): the subscription's settlement retries a
 //     failed step through it (rungs declared at start for broker waits) and
 //     handlers/retry, with the same value, holds an outage in the process.
@@ -132,7 +132,9 @@
 //     is sent %s but its first step %q consumes %s" (Send is typed, so the
 //     second is a build error too). Types print as reflect does
 //     (package.Type). Errors match ErrInvalidPipeline.
-//   - PL15 the validation texts of the digest, verbatim.
+//   - PL15 the validation texts of the digest, verbatim; besides them, a
+//     step retry policy with invalid inputs (retrypolicy.Policy.Err) is
+//     refused.
 //   - PL16 Describe() returns "pipeline {name} with {n} steps: validate |
 //     reserve (desc) | dispatch".
 //   - PL17 a step without a slip assumes its own position; an error is

@@ -22,10 +22,14 @@ var ErrInvalidPipeline = errors.New("acemq: the pipeline is invalid")
 
 // invalid is a build error whose text is the wire contract's, matching
 // ErrInvalidPipeline.
-type invalid struct{ text string }
+type invalid struct {
+	text  string
+	cause error
+}
 
 func (e invalid) Error() string        { return e.text }
 func (e invalid) Is(target error) bool { return target == ErrInvalidPipeline }
+func (e invalid) Unwrap() error        { return e.cause }
 
 func invalidf(format string, args ...any) error {
 	return invalid{text: fmt.Sprintf(format, args...)}
@@ -176,6 +180,9 @@ func (p *Pipeline[T]) validate(transport messaging.Connector) error {
 			return invalidf("acemq: pipeline %q declares the step %q twice, and two steps by one name are one queue with two handlers", p.name, step.name)
 		}
 		seen[step.name] = true
+		if err := step.config.policy.Err(); err != nil {
+			return invalid{text: fmt.Sprintf("acemq: pipeline %q step %q has a retry policy with invalid inputs: %v", p.name, step.name, err), cause: err}
+		}
 	}
 	if sent := reflect.TypeFor[T](); !sent.AssignableTo(p.steps[0].in) {
 		return invalidf("acemq: pipeline %q is sent %s but its first step %q consumes %s", p.name, sent, p.steps[0].name, p.steps[0].in)

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 type reservation struct{ Order string }
@@ -68,6 +70,7 @@ func (f *PipelineBuildFixture) TestTheOtherRefusals() {
 	f.So(f.refusal(f.transport, "p", Step("a b", validate)), should.Equal, `acemq: pipeline "p" has a step named "a b", which cannot be a routing key: letters, digits, dots and dashes only`)
 	f.So(f.refusal(f.transport, "p", Step(".a", validate)), should.ContainSubstring, `step named ".a"`)
 	f.So(f.refusal(f.transport, "p", Step("a", validate), Step("a", validate)), should.Equal, `acemq: pipeline "p" declares the step "a" twice, and two steps by one name are one queue with two handlers`)
+	f.So(f.refusal(f.transport, "p", Step("a", validate, StepOptions.Retry(retrypolicy.Fixed(-1, time.Second)))), should.StartWith, `acemq: pipeline "p" step "a" has a retry policy with invalid inputs: `)
 }
 
 func (f *PipelineBuildFixture) TestDescribeAndTheTopologyFollowTheDigest() {
