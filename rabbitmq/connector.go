@@ -89,20 +89,10 @@ func (c *connector) Close() error {
 func (c *connector) dial(ctx context.Context) (adapter.Connection, error) {
 	conn, err := c.dialUnmasked(ctx)
 	if err != nil {
-		return nil, maskedError{err: err, address: c.config.address}
+		return nil, redact.Error(err, c.config.address)
 	}
 	return conn, nil
 }
-
-// maskedError is err with the credentials of address masked in its text;
-// errors.Is and errors.As see through it to the causes.
-type maskedError struct {
-	err     error
-	address string
-}
-
-func (e maskedError) Error() string { return redact.Text(e.err.Error(), e.address) }
-func (e maskedError) Unwrap() error { return e.err }
 
 func (c *connector) dialUnmasked(ctx context.Context) (adapter.Connection, error) {
 	address := redact.Address(c.config.address)

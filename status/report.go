@@ -132,25 +132,8 @@ func Permanent(err error) bool {
 	return errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, messaging.ErrNotFound)
 }
 
-// redactedError carries an error's text with passwords masked while keeping the
-// original in the chain for errors.Is and errors.As.
-type redactedError struct {
-	text string
-	err  error
-}
-
-func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.err }
-
 // redact masks in err's text the password of every address given to
 // Options.Redact (internal/redact masks it as given and percent-decoded).
 func (c *Checker) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	text := redact.Text(err.Error(), c.config.secrets...)
-	if text == err.Error() {
-		return err
-	}
-	return &redactedError{text: text, err: err}
+	return redact.Error(err, c.config.secrets...)
 }

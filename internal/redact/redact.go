@@ -143,3 +143,26 @@ func forms(secret string) []string {
 	}
 	return out
 }
+
+// Error returns err with its text passed through Text(text, addrs...), or err
+// itself when nothing changes (and nil for nil). errors.Is and errors.As see
+// through the result to everything err wraps, so masking never costs a caller
+// its classification.
+func Error(err error, addrs ...string) error {
+	if err == nil {
+		return nil
+	}
+	text := Text(err.Error(), addrs...)
+	if text == err.Error() {
+		return err
+	}
+	return &maskedError{text: text, err: err}
+}
+
+type maskedError struct {
+	text string
+	err  error
+}
+
+func (e *maskedError) Error() string { return e.text }
+func (e *maskedError) Unwrap() error { return e.err }

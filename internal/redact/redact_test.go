@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -164,5 +165,18 @@ func TestAddressMasksAPasswordHoldingReservedCharacters(t *testing.T) {
 		if got := Address(address); got != want {
 			t.Errorf("Address(%q) = %q, want %q", address, got, want)
 		}
+	}
+}
+
+func TestErrorMasksTheTextAndKeepsTheChain(t *testing.T) {
+	cause := errors.New("refused")
+	address := "amqp://app:s3cr#t@broker:5672/"
+	err := Error(fmt.Errorf("dial %s: %w", address, cause), address)
+	if strings.Contains(err.Error(), "s3cr#t") || !errors.Is(err, cause) {
+		t.Fatalf("%q: the password must be masked and the cause kept", err)
+	}
+	plain := errors.New("nothing to hide")
+	if Error(plain, address) != plain || Error(nil, address) != nil {
+		t.Fatal("an error with nothing to mask is returned as it is")
 	}
 }
