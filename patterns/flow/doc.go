@@ -45,7 +45,9 @@
 //   - TH2 correlation carried, causation = the input's id.
 //   - TH3 the input is accepted only once the hop is confirmed; a failed
 //     publish is messaging.Retry with "acemq: the work for message %s is
-//     done but the next message did not go out: %w" (an outage: held).
+//     done but the next message did not go out: %w" (an outage: held; a
+//     next message over a wire limit, messaging.ErrWireLimit: rejected,
+//     since it will never fit).
 //   - TH4, TH5 the hop is always Mandatory and confirmed (every Writer of
 //     this library confirms); the writer is not changed.
 //   - TH6 false publishes nothing and accepts; an error is Reject when

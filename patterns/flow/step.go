@@ -216,10 +216,14 @@ func (h *handler[In, Out]) forward(ctx context.Context, d messaging.Delivery, sl
 		failure = fmt.Errorf("acemq: pipeline %s step %s finished with message %s but the next message did not go out: %w", pipeline, step, d.MessageID, err)
 	}
 	h.config.monitor.ForwardFailed(pipeline, step, failure)
-	if messaging.IsOutage(err) {
+	switch {
+	case messaging.IsOutage(err):
 		panic(messaging.Outage(failure)) // the broker is away: hold the batch
+	case errors.Is(err, messaging.ErrWireLimit):
+		mustSettle(messaging.Reject(ctx, d, messaging.Fatal(failure))) // it will never fit
+	default:
+		mustSettle(messaging.Retry(ctx, d, failure))
 	}
-	mustSettle(messaging.Retry(ctx, d, failure))
 }
 
 // finished reports a run that ended at this step, when it is named; the

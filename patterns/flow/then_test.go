@@ -190,6 +190,14 @@ func (f *ThenFixture) TestAFailedPublishRetriesTheInputWithTheSeedText() {
 	f.So(f.monitor.count("forward_failed"), should.Equal, 3)
 }
 
+func (f *ThenFixture) TestANextMessageThatCannotTravelRejectsTheInput() {
+	f.writer.fail = &messaging.FieldError{Field: "Payload", Size: 200 << 20, Limit: 128 << 20}
+	f.So(f.handle(f.handler()), should.BeNil)
+	f.So(f.settler.order, should.Equal, []string{"m0 rejected", "m1 rejected", "m2 rejected"})
+	f.So(messaging.IsFatal(f.settler.decisions["m0"].Reason), should.BeTrue)
+	f.So(errors.Is(f.settler.decisions["m0"].Reason, messaging.ErrWireLimit), should.BeTrue)
+}
+
 func (f *ThenFixture) TestABodyThatDoesNotDecodeIsParked() {
 	f.batch[1].Payload = []byte("not json")
 	f.So(f.handle(f.handler()), should.BeNil)
