@@ -76,8 +76,9 @@ func (p Policy) InBroker(delay time.Duration) bool {
 // spread by up to ±Jitter of itself, using random, which should return values
 // in [0, 1) (values outside are clamped into it, NaN reads as 0); nil means
 // math/rand/v2.Float64. The result is never negative: at most
-// (1+Jitter) times the scheduled wait and at least (1-Jitter) times it, and
-// it never overflows. Beyond MaxAttempts the formula continues (the fixed
+// (1+Jitter) times the scheduled wait and at least (1-Jitter) times it, never
+// above an Exponential policy's maximum (the maximum is the longest wait, with
+// jitter too), and it never overflows. Beyond MaxAttempts the formula continues (the fixed
 // wait, or the capped doubling), so Delay answers for any attempt; whether
 // to retry at all is Decide's answer.
 func (p Policy) Delay(attempt int, random func() float64) time.Duration {
@@ -88,7 +89,11 @@ func (p Policy) Delay(attempt int, random func() float64) time.Duration {
 	if random == nil {
 		random = rand.Float64
 	}
-	return spread(base, p.jitter, random())
+	wait := spread(base, p.jitter, random())
+	if p.kind == kindExponential && wait > p.maximum {
+		return p.maximum
+	}
+	return wait
 }
 
 // spread returns base*(1 + factor*(2r-1)) for r clamped into [0, 1), floored

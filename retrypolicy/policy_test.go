@@ -199,3 +199,14 @@ func (f *PolicyFixture) TestString() {
 	f.So(retrypolicy.None().String(), should.Equal, "none: 1 attempt, jitter 0, no age limit, broker waits from 30s")
 	f.So(retrypolicy.Policy{}.String(), should.Equal, "unset: no attempt limit, no wait, jitter 0, no age limit, broker waits from 30s")
 }
+
+func TestAJitteredExponentialWaitNeverExceedsTheMaximum(t *testing.T) {
+	policy := retrypolicy.Exponential(5, time.Second, 4*time.Second).WithJitter(0.5)
+	high := func() float64 { return 0.999 }
+	if got := policy.Delay(3, high); got != 4*time.Second {
+		t.Fatalf("the third wait, jittered up from its 4s cap, is %s; want 4s", got)
+	}
+	if got := policy.Delay(1, high); got <= time.Second || got > 1500*time.Millisecond {
+		t.Fatalf("the first wait jittered up is %s; want just under 1.5s", got)
+	}
+}

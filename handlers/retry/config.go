@@ -62,12 +62,14 @@ type configuration struct {
 	jitter      float64
 	maxAttempts int
 	maxOutage   time.Duration
-	immediate   []any
-	logStack    bool
-	logger      *slog.Logger
-	monitor     Monitor
-	sleep       sleeper
-	random      func() float64
+	// outage is the schedule of the waits between tries during an outage.
+	outage    retrypolicy.Policy
+	immediate []any
+	logStack  bool
+	logger    *slog.Logger
+	monitor   Monitor
+	sleep     sleeper
+	random    func() float64
 }
 
 func newConfiguration(options []option) configuration {
@@ -80,24 +82,32 @@ func newConfiguration(options []option) configuration {
 	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
 		c.policy = DefaultPolicy()
 	}
-	if !c.shorthand {
-		// The outage wait starts from the policy's first wait.
-		if schedule := c.policy.Schedule(); len(schedule) > 0 {
-			c.backoff = schedule[0]
-		}
-	}
-	if c.backoff <= 0 {
-		c.backoff = DefaultBackoff
-	}
-	if c.maxBackoff < 0 {
-		c.maxBackoff = 0
-	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = c.policy.MaxAttempts()
 	}
 	if c.maxOutage <= 0 {
 		c.maxOutage = DefaultMaxOutageBackoff
 	}
+	if c.shorthand {
+		// The shorthand is a policy too: the waits are one mechanism.
+		if c.backoff <= 0 {
+			c.backoff = DefaultBackoff
+		}
+		c.maxBackoff = max(c.maxBackoff, 0)
+		if c.maxBackoff > 0 {
+			c.policy = retrypolicy.Exponential(c.maxAttempts, min(c.backoff, c.maxBackoff), c.maxBackoff)
+		} else {
+			c.policy = retrypolicy.Fixed(c.maxAttempts, c.backoff)
+		}
+		c.policy = c.policy.WithJitter(c.jitter)
+	} else if schedule := c.policy.Schedule(); len(schedule) > 0 && schedule[0] > 0 {
+		c.backoff = schedule[0] // the outage wait starts from the policy's first wait
+	} else {
+		c.backoff = DefaultBackoff
+	}
+	// Outage tries double from the first wait up to MaxOutageBackoff, jittered
+	// as the policy is; they count no attempt, so the attempts here are moot.
+	c.outage = retrypolicy.Exponential(1, min(c.backoff, c.maxOutage), c.maxOutage).WithJitter(c.policy.Jitter())
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}

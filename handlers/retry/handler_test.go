@@ -274,8 +274,9 @@ func (f *HandlerFixture) TestDefaultsAreSane() {
 	f.So(c.backoff, should.Equal, DefaultBackoff)
 	f.So(c.maxBackoff, should.Equal, time.Duration(0))
 	f.So(c.maxAttempts, should.Equal, DefaultMaxAttempts)
-	f.So(c.policy, should.Equal, DefaultPolicy())
+	f.So(c.policy, should.Equal, retrypolicy.Fixed(DefaultMaxAttempts, DefaultBackoff).WithJitter(1)) // the shorthand, as a policy
 	f.So(c.jitter, should.Equal, 1.0)
+	f.So(newConfiguration(nil).policy, should.Equal, DefaultPolicy())
 	f.So(c.logStack, should.BeTrue)
 	f.So(newConfiguration([]option{Options.JitterFactor(-3)}).jitter, should.Equal, 0.0)
 }
