@@ -31,6 +31,9 @@ type Codec struct {
 	store     Store
 	threshold int
 	monitor   Monitor
+	// ownsPayload is true for a delegate known to return a fresh slice of its
+	// own (serialization.JSON), whose spare capacity the frame may use.
+	ownsPayload bool
 }
 
 // New returns a Codec over delegate (nil means serialization.JSON) that keeps
@@ -44,7 +47,8 @@ func New(delegate Delegate, store Store, options ...Option) (*Codec, error) {
 		delegate = serialization.JSON{}
 	}
 	c := newConfig(options)
-	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor}, nil
+	_, ownsPayload := delegate.(serialization.JSON)
+	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor, ownsPayload: ownsPayload}, nil
 }
 
 // ContentType is the delegate's, unchanged: a claim-checked message is still
@@ -62,6 +66,9 @@ func (c *Codec) Serialize(message any) ([]byte, error) {
 	}
 	if len(payload) < c.threshold {
 		c.monitor.Inlined(len(payload))
+		if c.ownsPayload {
+			return inlineInPlace(payload), nil
+		}
 		return inline(payload), nil
 	}
 	key, err := c.store.Put(payload)

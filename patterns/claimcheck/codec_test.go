@@ -209,3 +209,12 @@ func (f *CodecFixture) TestTheMemoryStoreCopiesBytesInAndOut() {
 	f.So(store.Delete(key), should.BeNil)
 	f.So(store.Len(), should.Equal, 0)
 }
+
+func (f *CodecFixture) TestFramingInPlaceMatchesFramingByCopy() {
+	for _, spare := range []int{0, 2, 3, 10} {
+		payload := make([]byte, 5, 5+spare)
+		copy(payload, "hello")
+		want := inline([]byte("hello"))
+		f.So(inlineInPlace(payload), should.Resemble, want)
+	}
+}
