@@ -92,10 +92,6 @@ func tableValue(value any) any {
 	}
 }
 
-// expirationMillis renders a TTL as the decimal milliseconds AMQP expects
-// (wire.ExpirationMillis).
-func expirationMillis(ttl time.Duration) string { return wire.ExpirationMillis(ttl) }
-
 // decodeDelivery reads an AMQP delivery into target, tolerantly: each envelope
 // field comes from its header, else its property, else its default. Every
 // x-acemq- header is removed from target.Headers.

@@ -118,15 +118,6 @@ func (f *EnvelopeFixture) TestRouteIDIsOmittedWhenEmptyButPositionIsAlwaysWritte
 	f.So(ok, should.BeFalse)
 }
 
-func (f *EnvelopeFixture) TestExpirationTravelsInMilliseconds() {
-	f.So(expirationMillis(time.Second), should.Equal, "1000")
-	f.So(expirationMillis(time.Minute), should.Equal, "60000")
-	f.So(expirationMillis(1500*time.Microsecond), should.Equal, "2")
-	f.So(expirationMillis(time.Nanosecond), should.Equal, "1")
-	f.So(expirationMillis(0), should.BeEmpty)
-	f.So(expirationMillis(-time.Second), should.BeEmpty)
-}
-
 func (f *EnvelopeFixture) TestHugeCountsAreClampedToTheWireWidth() {
 	out := f.encode(messaging.Dispatch{Version: math.MaxInt64, Attempt: -4})
 
@@ -249,13 +240,6 @@ func (f *EnvelopeFixture) TestEveryReservedHeaderIsStrippedKnownOrNot() {
 	}}, "q", &got)
 
 	f.So(got.Headers, should.Resemble, map[string]any{"x-stream-offset": int64(4), "traceparent": "t"})
-}
-
-func (f *EnvelopeFixture) TestAnExpirationPropertyIsReadAsMilliseconds() {
-	f.So(parseExpiration("1000"), should.Equal, time.Second)
-	f.So(parseExpiration(""), should.Equal, time.Duration(0))
-	f.So(parseExpiration("soon"), should.Equal, time.Duration(0))
-	f.So(parseExpiration("99999999999999999"), should.Equal, time.Duration(math.MaxInt64))
 }
 
 // FuzzDecodeDelivery feeds the decoder header tables built from arbitrary bytes:

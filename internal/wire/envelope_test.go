@@ -106,3 +106,21 @@ func TestSetAsideQueueNames(t *testing.T) {
 		t.Fatalf("parked queue %q, want orders.parked", got)
 	}
 }
+
+func TestExpirationTravelsInWholeMillisecondsRoundedUp(t *testing.T) {
+	for ttl, want := range map[time.Duration]string{
+		time.Second: "1000", time.Minute: "60000", 1500 * time.Microsecond: "2",
+		time.Nanosecond: "1", 0: "", -time.Second: "",
+	} {
+		if got := ExpirationMillis(ttl); got != want {
+			t.Errorf("ExpirationMillis(%s) = %q, want %q", ttl, got, want)
+		}
+	}
+	for value, want := range map[string]time.Duration{
+		"1000": time.Second, "": 0, "soon": 0, "99999999999999999": time.Duration(math.MaxInt64),
+	} {
+		if got := ParseExpiration(value); got != want {
+			t.Errorf("ParseExpiration(%q) = %s, want %s", value, got, want)
+		}
+	}
+}
