@@ -43,6 +43,8 @@
 //   - CC3 Options.OffloadAbove(n); zero offloads everything (the exception to
 //     this module's "zero means the default"); a negative n is the default.
 //   - CC4, CC5 the framing bytes above, byte for byte; the key is bare UTF-8.
+//     Over serialization.JSON the inline frame is written into the spare
+//     capacity of JSON's fresh slice; another delegate's payload is copied.
 //     A frame of another version or form (0xAC 0x02, 0xAC 0x01 0x02) is not
 //     ours and goes to the delegate as it is, like any unframed body.
 //   - CC6 an unframed body is the delegate's.
