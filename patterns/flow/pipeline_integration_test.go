@@ -221,6 +221,17 @@ func TestAThreeStepPipelineCarriesAThousandRunsOnRabbitMQ(t *testing.T) {
 
 // deleteTopology deletes a route's exchange and every step's queues.
 func deleteTopology(t *testing.T, transport messaging.Connector, name string, steps ...string) {
+	route := NewRoute(name, steps...)
+	queues := make([]string, len(steps))
+	for i, step := range steps {
+		queues[i] = route.QueueFor(step)
+	}
+	cleanUp(t, transport, name, queues...)
+}
+
+// cleanUp deletes each queue with its .dlq and .parked, then exchange
+// unless it is empty.
+func cleanUp(t *testing.T, transport messaging.Connector, exchange string, queues ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := transport.Connect(ctx)
@@ -233,16 +244,15 @@ func deleteTopology(t *testing.T, transport messaging.Connector, name string, st
 	if !ok {
 		return
 	}
-	route := NewRoute(name, steps...)
-	for _, step := range steps {
+	for _, q := range queues {
 		for _, suffix := range []string{"", ".dlq", ".parked"} {
-			if err := declarer.DeleteQueue(ctx, route.QueueFor(step)+suffix); err != nil {
+			if err := declarer.DeleteQueue(ctx, q+suffix); err != nil {
 				t.Logf("cleanup: %v", err)
 			}
 		}
 	}
-	if name != "" {
-		if err := declarer.DeleteExchange(ctx, name); err != nil {
+	if exchange != "" {
+		if err := declarer.DeleteExchange(ctx, exchange); err != nil {
 			t.Logf("cleanup: %v", err)
 		}
 	}
