@@ -33,6 +33,7 @@ type config struct {
 	serializer   serialization.Serializer
 	deserializer serialization.Deserializer
 	monitor      Monitor
+	observer     RunObserver
 	logger       *slog.Logger
 	now          func() time.Time
 }
@@ -109,6 +110,14 @@ func (singleton) Deserializer(deserializer serialization.Deserializer) option {
 // Monitor receives the counts (default: none).
 func (singleton) Monitor(monitor Monitor) option {
 	return func(c *config) { c.monitor = monitor }
+}
+
+// RunObserver hears the runs that finish at this handler (or at a
+// pipeline's steps), besides the observer the context carries
+// (WithRunObserver): the way to give a pipeline's steps one, since their
+// contexts are the pipeline's consumer's.
+func (singleton) RunObserver(observer RunObserver) option {
+	return func(c *config) { c.observer = observer }
 }
 
 // Logger is given to the consumer and retry decorators a pipeline runs

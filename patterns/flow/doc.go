@@ -55,7 +55,8 @@
 //   - TH7 Options.InPipeline, Options.AtStep; a run that ends at a named
 //     step is reported to Monitor.RunFinished and to the RunObserver the
 //     context carries (WithRunObserver), the seam a tracing adapter uses for
-//     the pipeline.run_finished event; an unnamed step reports nothing.
+//     the pipeline.run_finished event, and to Options.RunObserver (how a
+//     pipeline's steps get one); an unnamed step reports nothing.
 //     Then reports ended_early.
 //   - TH8 FollowSlip and a pipeline's last step report completed, the step
 //     name taken from the slip's stop (unless AtStep); RunFinished.Age is

@@ -31,7 +31,7 @@ func ExampleNewPipeline() {
 	defer transport.Close()
 
 	finished := make(chan flow.RunFinished, 1)
-	monitor := runMonitor{finished: finished}
+	observer := flow.RunObserverFunc(func(_ context.Context, run flow.RunFinished) { finished <- run })
 	p, err := flow.NewPipeline[Order](ctx, transport, "fulfilment",
 		flow.Step("validate", func(ctx context.Context, d messaging.Delivery, o Order) (Order, bool, error) {
 			return o, o.Total > 0, nil
@@ -43,7 +43,7 @@ func ExampleNewPipeline() {
 			fmt.Printf("dispatching order %s from shelf %s\n", r.Order, r.Shelf)
 			return r, true, nil
 		}),
-		flow.Options.Monitor(monitor),
+		flow.Options.RunObserver(observer),
 		flow.Options.Logger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 	)
 	if err != nil {
@@ -85,10 +85,3 @@ func ExampleNewPipeline_typeMismatch() {
 	// Output:
 	// acemq: pipeline "fulfilment" step "reserve" produces flow_test.Reservation but the next step "dispatch" consumes flow_test.Order
 }
-
-type runMonitor struct {
-	flow.NopMonitor
-	finished chan flow.RunFinished
-}
-
-func (m runMonitor) RunFinished(run flow.RunFinished) { m.finished <- run }

@@ -243,6 +243,9 @@ func (h *handler[In, Out]) finished(ctx context.Context, d messaging.Delivery, s
 		run.Age = h.config.now().Sub(d.FirstSeen)
 	}
 	h.config.monitor.RunFinished(run)
+	if h.config.observer != nil {
+		h.config.observer.RunFinished(ctx, run)
+	}
 	if observer := RunObserverFrom(ctx); observer != nil {
 		observer.RunFinished(ctx, run)
 	}
