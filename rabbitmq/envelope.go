@@ -119,6 +119,3 @@ func decodeDelivery(source amqp.Delivery, queue string, target *messaging.Delive
 		Expiration:    source.Expiration,
 	}, target)
 }
-
-// parseExpiration reads an AMQP expiration (wire.ParseExpiration).
-func parseExpiration(value string) time.Duration { return wire.ParseExpiration(value) }
