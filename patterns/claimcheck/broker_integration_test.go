@@ -133,6 +133,9 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 			if IsClaimChecked(d.Payload) != claimed[d.MessageID] {
 				problems = append(problems, fmt.Sprintf("%s arrived with a body of %d bytes, claim checked %v; want %v", d.MessageID, len(d.Payload), IsClaimChecked(d.Payload), claimed[d.MessageID]))
 			}
+			if d.Claim != "" {
+				problems = append(problems, fmt.Sprintf("%s arrived with x-acemq-claim %q; the codec writes none", d.MessageID, d.Claim))
+			}
 			if d.ContentType != serialization.JSONContentType {
 				problems = append(problems, fmt.Sprintf("%s has content type %q", d.MessageID, d.ContentType))
 			}

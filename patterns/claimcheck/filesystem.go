@@ -51,8 +51,8 @@ func NewFilesystemStore(dir string) (*FilesystemStore, error) {
 // Dir returns the store's directory.
 func (s *FilesystemStore) Dir() string { return s.dir }
 
-// Put writes content to a temporary file, syncs it, and renames it to a new
-// UUID, which it returns.
+// Put writes content to a temporary file, syncs it, renames it to a new
+// UUID and syncs the directory, and returns the UUID.
 func (s *FilesystemStore) Put(content []byte) (key string, err error) {
 	root, err := s.root()
 	if err != nil {
@@ -84,6 +84,15 @@ func (s *FilesystemStore) Put(content []byte) (key string, err error) {
 	s.open(key)
 	if err = root.Rename(temporary, key); err != nil {
 		return "", fmt.Errorf("claimcheck: cannot rename a payload into place in %q: %w", s.dir, err)
+	}
+	s.open(".")
+	if err := syncDirectory(root); err != nil {
+		// The payload is whole under its key; only a crash of the host
+		// before the directory reaches the disk could lose the name, so the
+		// write is refused (and its file removed) rather than risk a message
+		// that outlives its payload.
+		_ = root.Remove(key)
+		return "", fmt.Errorf("claimcheck: cannot sync the store directory %q after a write: %w", s.dir, err)
 	}
 	return key, nil
 }
@@ -127,6 +136,17 @@ func (s *FilesystemStore) Delete(key string) error {
 		return fmt.Errorf("claimcheck: cannot delete %q in %q: %w", key, s.dir, err)
 	}
 	return nil
+}
+
+// syncDirectory makes the rename durable: a file's name lives in its
+// directory, which is synced on its own.
+func syncDirectory(root *os.Root) error {
+	dir, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // root opens the directory for one operation: os.Root refuses any name that

@@ -44,7 +44,7 @@ func (f *FilesystemStoreFixture) TestAPayloadIsWrittenUnderAUUIDAndReadBack() {
 	f.So(string(got), should.Equal, "payload")
 	entries, _ := os.ReadDir(f.dir)
 	f.So(len(entries), should.Equal, 1) // the temporary file was renamed, not left
-	f.So(f.opened, should.Resemble, []string{"." + key + ".tmp", key, key})
+	f.So(f.opened, should.Resemble, []string{"." + key + ".tmp", key, ".", key})
 }
 
 func (f *FilesystemStoreFixture) TestAKeyNotThereIsNotFound() {
