@@ -45,8 +45,9 @@
 //     transaction aborts it; register outside one at start-up).
 //   - SQ2 Schema() returns the DDL; SQ3/SQ4 the dialect's placeholders
 //     (sqlmq.Dialect.Rebind) and its insert-unless-there (ON CONFLICT DO
-//     NOTHING; ON DUPLICATE KEY UPDATE id = id on MySQL); SQ5 the AceMQ
-//     table name; SQ7 the tests run on MariaDB, PostgreSQL and SQLite, with
+//     NOTHING; ON DUPLICATE KEY UPDATE id = id on MySQL; this table has no
+//     reserved word to quote, and its time is DATETIME(6) on MySQL); SQ5 the
+//     AceMQ table name; SQ6 is the idempotency table's, not this one's; SQ7 the tests run on MariaDB, PostgreSQL and SQLite, with
 //     8 goroutines in each of 2 processes registering the same 10
 //     definitions.
 //
