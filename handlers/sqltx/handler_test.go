@@ -203,3 +203,26 @@ func (m *fakeMonitor) record(name string, err error) {
 	}
 	m.events = append(m.events, name+":"+text)
 }
+
+func (f *SQLiteFixture) TestTheMiddlewareFormPutsTheTransactionInTheContext() {
+	handler := messaging.Chain(Middleware(f.db))(messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		slot := messaging.TransactionSlotFrom(ctx)
+		if slot == nil || slot.Tx == nil {
+			panic("no transaction in the context")
+		}
+		for _, message := range messages {
+			if _, err := slot.Tx.ExecContext(ctx, "INSERT INTO handled (message) VALUES (?)", message); err != nil {
+				panic(err)
+			}
+		}
+		if f.failure != nil {
+			panic(f.failure)
+		}
+	}))
+	handler.Handle(f.ctx, "a", "b")
+	f.failure = "boom"
+	f.So(func() { handler.Handle(f.ctx, "c") }, should.Panic)
+	var count int
+	f.So(f.db.QueryRow("SELECT COUNT(*) FROM handled").Scan(&count), should.BeNil)
+	f.So(count, should.Equal, 2) // the failed batch's row was rolled back
+}

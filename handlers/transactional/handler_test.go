@@ -391,3 +391,26 @@ func (m *fakeMonitor) record(name string, err error) {
 	}
 	m.events = append(m.events, name+":"+text)
 }
+
+func (f *HandlerFixture) TestTheMiddlewareFormHandsTheStateThroughTheContext() {
+	var seen []State
+	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		state, ok := StateFrom(ctx)
+		if !ok {
+			panic("no state in the context")
+		}
+		seen = append(seen, state)
+		_, _ = state.Writer.Write(ctx, messaging.Dispatch{Topic: "out"})
+	})
+	handler := messaging.Chain(Middleware(f.connector))(inner)
+	handler.Handle(context.Background(), "a")
+	handler.Handle(context.Background(), "b")
+	f.So(seen, should.HaveLength, 2)
+	f.So(seen[0].Tx, should.Equal, f.connector.tx)
+	writers := f.connector.connection.writers
+	f.So(writers, should.HaveLength, 2)
+	f.So(writers[0].written, should.HaveLength, 1)
+	f.So(writers[1].commits, should.Equal, 1)
+	_, ok := StateFrom(context.Background())
+	f.So(ok, should.BeFalse)
+}
