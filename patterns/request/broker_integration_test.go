@@ -358,8 +358,8 @@ func TestBrokerRequestsSurviveCloseAllConnections(t *testing.T) {
 	if answered+failed != total {
 		t.Fatalf("%d answered + %d failed != %d", answered, failed, total)
 	}
-	if r := results[inFlight]; r.err != nil && !errors.Is(r.err, ErrReplyQueueLost) {
-		t.Errorf("the request in flight failed with %v; want ErrReplyQueueLost", r.err)
+	if r := results[inFlight]; r.err != nil && (!errors.Is(r.err, ErrReplyQueueLost) || !messaging.IsOutage(r.err)) {
+		t.Errorf("the request in flight failed with %v; want ErrReplyQueueLost, marked an outage", r.err)
 	}
 	if got := monitor.count(OutcomeAnswered) + monitor.count(OutcomeFailed) + monitor.count(OutcomeTimedOut); got != total {
 		t.Errorf("the monitor heard %d requests; want %d", got, total)

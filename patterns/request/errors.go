@@ -26,7 +26,9 @@ var ErrRequestTimedOut = errors.New("acemq: no reply arrived before the deadline
 // ErrReplyQueueLost reports a request whose generated reply queue went away
 // with its connection before the reply came back: the reply, if one was sent,
 // reached no queue. The request may or may not have been handled. The
-// requester declares the queue again; call again once it is back.
+// requester declares the queue again; call again once it is back. The error
+// Do returns is marked messaging.Outage: a handler that asks inside a
+// consumer spends no retry attempt on it.
 var ErrReplyQueueLost = errors.New("acemq: the reply queue was lost with its connection before the reply arrived; the request may or may not have been handled, call again")
 
 // ErrUnanswerable matches the reason a request with no reply address was

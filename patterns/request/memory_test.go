@@ -265,3 +265,29 @@ func TestMemoryDoWithPassesTheEnvelopeAndALateReplyIsDropped(t *testing.T) {
 		}
 	})
 }
+
+// TestMemoryARequestNobodyServesIsUnroutableAtOnce: requests are mandatory,
+// so a request to an address with no queue fails at once, not at the timeout.
+func TestMemoryARequestNobodyServesIsUnroutableAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx := context.Background()
+		monitor := newFakeMonitor()
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "nobody", Options.Monitor(monitor), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+		started := time.Now()
+		if _, err := requester.Do(ctx, priceRequest{SKU: "a"}); !errors.Is(err, messaging.ErrUnroutable) {
+			t.Fatalf("got %v; want messaging.ErrUnroutable", err)
+		}
+		if elapsed := time.Since(started); elapsed != 0 {
+			t.Errorf("failed after %s; want at once", elapsed)
+		}
+		if monitor.count(OutcomeFailed) != 1 {
+			t.Errorf("the monitor heard %d failed requests; want 1", monitor.count(OutcomeFailed))
+		}
+	})
+}

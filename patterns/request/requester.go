@@ -169,7 +169,7 @@ func (r *Requester[Req, Resp]) lose(cause error) {
 	}
 	for correlation, waiter := range r.pending {
 		delete(r.pending, correlation)
-		waiter <- reply{err: fmt.Errorf("%w (reply queue %q, correlation %s: %v)", ErrReplyQueueLost, r.queue, correlation, cause)}
+		waiter <- reply{err: messaging.Outage(fmt.Errorf("%w (reply queue %q, correlation %s: %v)", ErrReplyQueueLost, r.queue, correlation, cause))}
 	}
 }
 
