@@ -23,8 +23,8 @@
 //     90m, 1h, 45s; 1.5 s is 1s, and an age under a second is 1s.
 //   - ST4, ST5 MaxBytes is x-max-length-bytes, SegmentBytes
 //     x-stream-max-segment-size-bytes, both int64 and absent unless set.
-//   - ST6 Retention{} is legal; the docs say it is almost always a mistake.
-//     Difference: no WARN line (Declare takes no options).
+//   - ST6 Retention{} is legal; Declare logs one WARN (slog.Default()) and
+//     the docs say it is almost always a mistake.
 //   - ST7 Queue(name, r) and Plan(name, r) are the declaration in the
 //     topology contract (topology.Plan prints, merges and checks it).
 //   - ST8 Read(ctx, connector, name, handler, options...) returns a *Reader

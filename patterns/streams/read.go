@@ -72,7 +72,9 @@ func (r *Reader) Consumer() *streaming.Consumer { return r.consumer }
 // (Options.From, FromNext when none is stated: the x-stream-offset argument is
 // always sent) with the prefetch (DefaultPrefetch when none) and Options.Name
 // as the exact consumer tag. It returns once the consumer started, or the
-// first error starting it (the stream missing matches messaging.ErrNotFound).
+// first error starting it (the stream missing matches messaging.ErrNotFound;
+// the settlement queues are declared by then). ctx bounds the start only; the
+// reader runs until Close.
 //
 // Settlement on a stream: returning normally or messaging.Accept acknowledges,
 // which advances this consumer and copies nothing; messaging.Reject and Park

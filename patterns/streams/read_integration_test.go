@@ -209,3 +209,47 @@ func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
 		t.Fatalf("reading a missing stream: %v", err)
 	}
 }
+
+// TestAnInProgressOnAStreamIsParkedToo (ID9): InProgress is refused as Retry
+// is, end to end through the runtime's settlement.
+func TestAnInProgressOnAStreamIsParkedToo(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "inprogress", Retention{MaxAge: time.Hour})
+	publish(t, transport, stream, ids("hold", 0, 10)...)
+	handled := newSeen()
+	h := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
+		for _, d := range messaging.DeliveriesFrom(ctx) {
+			if d.MessageID == "hold-00003" {
+				if err := messaging.InProgress(ctx, d, time.Minute); err != nil {
+					panic(err)
+				}
+				continue
+			}
+			handled.add(d)
+		}
+	})
+	r := read(t, transport, stream, h, Options.From(FromFirst()))
+	handled.waitFor(t, "9 handled", func(s *seen) bool { return len(s.ids) >= 9 })
+	_ = r.Close()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked, ok, err := ch.Get(stream+".parked", true)
+	if err != nil || !ok {
+		t.Fatalf("nothing parked on %s.parked: %v", stream, err)
+	}
+	reason, _ := parked.Headers["x-acemq-error"].(string)
+	if parked.MessageId != "hold-00003" || !strings.Contains(reason, "returned messaging.InProgress for message hold-00003 at offset 3, which this library refuses") {
+		t.Fatalf("parked %s with reason %q", parked.MessageId, reason)
+	}
+	if handled.distinct() != 9 {
+		t.Fatalf("%d handled, want 9", handled.distinct())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -108,7 +109,8 @@ func Plan(name string, r Retention) topology.Plan {
 // carry) is refused by RabbitMQ and matches messaging.ErrPreconditionFailed;
 // delete the stream and declare it again to change its retention. On the
 // in-memory transport the declaration is recorded, not interpreted: it
-// succeeds, and only Read refuses.
+// succeeds, and only Read refuses. A Retention with nothing set logs one
+// WARN (slog.Default()): it is almost always a mistake.
 func Declare(ctx context.Context, conn messaging.Connection, name string, r Retention) error {
 	if name == "" {
 		return errors.New("streams: declare a stream with no name; name it")
@@ -119,6 +121,10 @@ func Declare(ctx context.Context, conn messaging.Connection, name string, r Rete
 	}
 	if err := Plan(name, r).Apply(ctx, declarer); err != nil {
 		return fmt.Errorf("streams: declare stream %q: %w", name, err)
+	}
+	if r.IsZero() {
+		slog.Default().Warn(fmt.Sprintf("Stream [%s] has no retention: it keeps everything until the disk is full, and a full disk blocks every publisher on the node; set Retention.MaxAge or MaxBytes.", name),
+			slog.String("stream", name))
 	}
 	return nil
 }
