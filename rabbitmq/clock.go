@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// Clock is the transport's time source: it stamps outgoing messages and arms the
-// broker timeout on each wait. Tests replace it to expire waits deterministically.
-type Clock interface {
+// clock is the transport's time source: it stamps outgoing messages and arms the
+// broker timeout on each wait. The package's tests replace it to expire waits
+// deterministically.
+type clock interface {
 	Now() time.Time
 	// AfterFunc calls f in its own goroutine once d has passed, unless stop is
 	// called first; stop reports whether it prevented the call.
@@ -28,7 +29,7 @@ type deadline struct {
 	stop func() bool
 }
 
-func newDeadline(clock Clock, d time.Duration) deadline {
+func newDeadline(clock clock, d time.Duration) deadline {
 	c := make(chan struct{})
 	var once sync.Once
 	stop := clock.AfterFunc(d, func() { once.Do(func() { close(c) }) })
@@ -46,7 +47,7 @@ type expiry struct {
 	stop    func() bool
 }
 
-func newExpiry(clock Clock, d time.Duration, onExpire func()) *expiry {
+func newExpiry(clock clock, d time.Duration, onExpire func()) *expiry {
 	e := &expiry{}
 	e.stop = clock.AfterFunc(d, func() {
 		e.mu.Lock()

@@ -43,7 +43,7 @@ type configuration struct {
 	maxOutstanding int
 	maxMessageSize int
 	origin         string
-	clock          Clock
+	clock          clock
 }
 
 // Address is the broker's AMQP URI (amqps:// dials TLS). Default
@@ -117,8 +117,10 @@ func (singleton) Origin(value string) option {
 	return func(c *configuration) { c.origin = value }
 }
 
-// Clock replaces the system clock, for tests.
-func (singleton) Clock(value Clock) option {
+// withClock replaces the system clock: the package's own tests expire broker
+// waits with it. It is not an option for users: time is not theirs to fake
+// here (testing/synctest does it for a whole test).
+func withClock(value clock) option {
 	return func(c *configuration) { c.clock = value }
 }
 

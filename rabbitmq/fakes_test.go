@@ -620,7 +620,7 @@ func newHarness() *harness {
 
 func (h *harness) options(extra ...option) []option {
 	return append([]option{
-		Options.Clock(h.clock),
+		withClock(h.clock),
 		Options.Dialer(h.dialer),
 		Options.Monitor(h.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
