@@ -259,6 +259,9 @@ func decodeAs[In any](c config, d messaging.Delivery) (In, error) {
 	if value, ok := d.Message.(In); ok && d.Message != nil {
 		return value, nil
 	}
+	if pointer, ok := d.Message.(*In); ok && pointer != nil { // a pointer type registered for reading
+		return *pointer, nil
+	}
 	if d.Message != nil {
 		return in, messaging.Fatalf("acemq: message %s was decoded as %T but this step consumes %s", d.MessageID, d.Message, reflect.TypeFor[In]())
 	}

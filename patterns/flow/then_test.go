@@ -116,6 +116,21 @@ func (f *ThenFixture) TestDecodedMessagesAreTakenFromTheStack() {
 	f.So(got.Order, should.Equal, "b")
 }
 
+func (f *ThenFixture) TestAPointerTheStackDecodedIsTakenAsItsValue() {
+	f.batch[0].Message = &order{ID: "pointed"}
+	f.So(f.handle(f.handler()), should.BeNil)
+	var got invoice
+	f.So(json.Unmarshal(f.writer.written[0].Payload, &got), should.BeNil)
+	f.So(got.Order, should.Equal, "pointed")
+}
+
+func (f *ThenFixture) TestAMessageDecodedAsAnotherTypeIsParked() {
+	f.batch[0].Message = invoice{}
+	f.So(f.handle(f.handler()), should.BeNil)
+	f.So(f.settler.order, should.Equal, []string{"m0 parked"})
+	f.So(f.settler.reason("m0"), should.Equal, "acemq: message m0 was decoded as flow.invoice but this step consumes flow.order")
+}
+
 func (f *ThenFixture) TestTheHopIdIsTheSameForTheSameInputAndDifferentOtherwise() {
 	f.So(hopID("m0", "then a/b"), should.Equal, hopID("m0", "then a/b"))
 	f.So(hopID("m0", "then a/b"), should.NotEqual, hopID("m1", "then a/b"))
