@@ -34,9 +34,7 @@ func newConfig(options []option) config {
 	if c.table == "" {
 		c.table = DefaultTable
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
+	c.now = time.Now
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
@@ -48,11 +46,6 @@ func newConfig(options []option) config {
 // registry ignores it.
 func (singleton) Table(name string) option {
 	return func(c *config) { c.table = name }
-}
-
-// Clock replaces time.Now for RegisteredAt, for tests.
-func (singleton) Clock(now func() time.Time) option {
-	return func(c *config) { c.now = now }
 }
 
 // Monitor receives the counts (default: none).

@@ -20,8 +20,7 @@ type MemoryRegistry struct {
 	lastID   int64
 }
 
-// NewMemoryRegistry returns an empty registry; Options.Clock and Monitor
-// apply.
+// NewMemoryRegistry returns an empty registry; Options.Monitor applies.
 func NewMemoryRegistry(options ...Option) *MemoryRegistry {
 	c := newConfig(options)
 	return &MemoryRegistry{now: c.now, monitor: c.monitor, byID: map[int64]Schema{}, subjects: map[string][]Schema{}}

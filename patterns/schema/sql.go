@@ -41,7 +41,7 @@ type SQLRegistry struct {
 }
 
 // NewSQLRegistry returns a registry over db in dialect (sqlmq.MySQL,
-// sqlmq.PostgreSQL or sqlmq.SQLite); Options.Table, Clock and Monitor apply.
+// sqlmq.PostgreSQL or sqlmq.SQLite); Options.Table and Monitor apply.
 // It creates nothing: apply Schema with your migrations. The error is a table
 // name that is not a plain identifier.
 func NewSQLRegistry(db DB, dialect sqlmq.Dialect, options ...Option) (*SQLRegistry, error) {
