@@ -93,14 +93,16 @@ func (s *flakyStore) count(key string) int {
 // threshold-1, threshold and threshold+1 bytes take their forms; bodies
 // framed by hand as another AceMQ library writes them, and an unframed body
 // as a live queue still carries, decode; a claim whose Get fails twice is
-// retried through the policy and handled; a key the store lacks is parked
+// retried through the policy and handled, one whose Get always fails is
+// dead-lettered when the budget is spent; a key the store lacks is parked
 // with a reason that names it. Every message is counted by id.
 func TestClaimCheckOnTheBroker(t *testing.T) {
 	url := testenv.Broker(t)
 	queue := testenv.Name(t, "claimcheck")
 	exchange := testenv.Name(t, "claimcheck-x")
 	typeName := "claimcheck.document"
-	budget := retrypolicy.Fixed(4, 10*time.Millisecond)
+	const attempts = 4
+	budget := retrypolicy.Fixed(attempts, 10*time.Millisecond)
 	t.Cleanup(func() {
 		deleteTopology(t, url, exchange, append(rungNames(budget, queue), queue, queue+".dlq", queue+".parked")...)
 	})
@@ -120,7 +122,8 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	handClaim := writeByHand(`{"id":"hand-claim","blob":"from java"}`)
 	flakyKey := writeByHand(`{"id":"flaky","blob":"answered on the third get"}`)
 	missingKey := messaging.NewID()
-	flaky := &flakyStore{Store: files, fails: map[string]int{flakyKey: 2}, gets: map[string]int{}}
+	downKey := writeByHand(`{"id":"down","blob":"never read"}`)
+	flaky := &flakyStore{Store: files, fails: map[string]int{flakyKey: 2, downKey: 1 << 30}, gets: map[string]int{}}
 
 	publisherCodec, _ := New(nil, files)
 	consumerCodec, _ := New(nil, flaky)
@@ -238,9 +241,11 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 		raw("unframed", []byte(`{"id":"unframed","blob":"before the codec"}`)),
 		raw("flaky", append([]byte{0xAC, 0x01, 0x01}, flakyKey...)),
 		raw("missing", append([]byte{0xAC, 0x01, 0x01}, missingKey...)),
+		raw("down", append([]byte{0xAC, 0x01, 0x01}, downKey...)),
 	})
 
-	parked := waitForParked(t, ctx, url, queue+".parked")
+	parked := waitForOne(t, ctx, url, queue+".parked")
+	deadLettered := waitForOne(t, ctx, url, queue+".dlq")
 	t.Logf("parked after %s", time.Since(began))
 	for {
 		mu.Lock()
@@ -269,6 +274,16 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	if got := flaky.count(flakyKey); got != 3 {
 		t.Errorf("the flaky store was asked for its key %d times; want 3 (two failures retried through the policy)", got)
 	}
+	if got := flaky.count(downKey); got != attempts {
+		t.Errorf("the store that never answered was asked %d times; want the policy's %d attempts", got, attempts)
+	}
+	dlqReason, _ := deadLettered.Headers["x-acemq-error"].(string)
+	if deadLettered.MessageId != "down" || !strings.Contains(dlqReason, fmt.Sprintf("cannot read the claim check %q from the store", downKey)) {
+		t.Errorf("dead-lettered %q with reason %q; want the message whose store never answered, with the seed's text naming %s", deadLettered.MessageId, dlqReason, downKey)
+	}
+	if got := flaky.count(missingKey); got != 1 {
+		t.Errorf("the missing key was looked up %d times; want once (fatal: no retry)", got)
+	}
 	if parked.MessageId != "missing" {
 		t.Errorf("parked %q; want the message whose key the store lacks", parked.MessageId)
 	}
@@ -279,7 +294,7 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	if !IsClaimChecked(parked.Body) {
 		t.Errorf("the parked body is not the claim check as it arrived: % x", parked.Body)
 	}
-	t.Logf("handled %d messages once each (%d MiB through the store), parked 1; the flaky key was read %d times", len(handled), want["huge"]>>20, flaky.count(flakyKey))
+	t.Logf("handled %d messages once each (%d MiB through the store), parked 1 (missing key), dead-lettered 1 (store down, %d gets); the flaky key was read %d times", len(handled), want["huge"]>>20, flaky.count(downKey), flaky.count(flakyKey))
 }
 
 func write(t *testing.T, ctx context.Context, connector messaging.Connector, dispatches []messaging.Dispatch) {
@@ -299,8 +314,8 @@ func write(t *testing.T, ctx context.Context, connector messaging.Connector, dis
 	}
 }
 
-// waitForParked takes the one message expected in the parked queue.
-func waitForParked(t *testing.T, ctx context.Context, url, queue string) amqp.Delivery {
+// waitForOne takes the one message expected in a set-aside queue.
+func waitForOne(t *testing.T, ctx context.Context, url, queue string) amqp.Delivery {
 	t.Helper()
 	conn, err := amqp.Dial(url)
 	if err != nil {
