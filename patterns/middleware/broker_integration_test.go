@@ -1,0 +1,198 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/internal/wire"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// TestTheSeedsChainOnRabbitMQ runs Logging, Recovery and Timeout in the
+// seed's order under the streaming runtime: of 60 messages, the "slow" ones
+// outlive the timeout on their first attempt and are handled on the second;
+// the "boom" ones panic and are dead-lettered with the seed's reason; the
+// others are handled once. Every message is counted by id, and every line
+// logged names its outcome.
+func TestTheSeedsChainOnRabbitMQ(t *testing.T) {
+	url := testenv.Broker(t)
+	queue, exchange := testenv.Name(t, "chain"), testenv.Name(t, "chain-x")
+	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	const each = 20
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	var mu sync.Mutex
+	done := map[string][]int{} // id -> attempts that finished
+	var lines []string
+	printf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	handle := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		for _, message := range messages {
+			d := message.(messaging.Delivery)
+			switch {
+			case strings.HasPrefix(d.MessageID, "boom"):
+				panic("cannot handle " + d.MessageID)
+			case strings.HasPrefix(d.MessageID, "slow") && d.Attempt <= 1:
+				<-ctx.Done() // cooperative: returns when the timeout cancels it
+				continue
+			}
+			mu.Lock()
+			done[d.MessageID] = append(done[d.MessageID], max(d.Attempt, 1))
+			mu.Unlock()
+		}
+	})
+	worker := messaging.Chain(Logging(printf), Recovery(), Timeout(300*time.Millisecond))(handle)
+
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	defer transport.Close()
+	consumer := streaming.New(transport, streaming.Options.Logger(quiet),
+		streaming.Options.Subscriptions(streaming.NewSubscription(queue,
+			streaming.SubscriptionOptions.Topics(exchange),
+			streaming.SubscriptionOptions.AddWorkers(worker, worker, worker, worker),
+			streaming.SubscriptionOptions.FullDeliveryToHandler(true),
+			streaming.SubscriptionOptions.RetryPolicy(retrypolicy.Fixed(3, 10*time.Millisecond)),
+		)))
+	listening := make(chan struct{})
+	go func() { consumer.Listen(); close(listening) }()
+	defer func() {
+		_ = consumer.Close()
+		<-listening
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := consumer.Started(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	writer, err := conn.Writer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	var dispatches []messaging.Dispatch
+	for i := range each {
+		for _, kind := range []string{"ok", "slow", "boom"} {
+			dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprint(kind, "-", i), MessageType: kind, Mandatory: true, Payload: []byte("{}")})
+		}
+	}
+	if _, err := writer.Write(ctx, dispatches...); err != nil {
+		t.Fatal(err)
+	}
+
+	began := time.Now()
+	dead := drainDead(t, url, queue+".dlq", each)
+	t.Logf("dead-lettered in %s", time.Since(began))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mu.Lock()
+		n := len(done)
+		mu.Unlock()
+		if n >= 2*each || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("handled in %s", time.Since(began))
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range each {
+		if got := done[fmt.Sprint("ok-", i)]; len(got) != 1 || got[0] != 1 {
+			t.Errorf("ok-%d finished on attempts %v; want [1]", i, got)
+		}
+		if got := done[fmt.Sprint("slow-", i)]; len(got) != 1 || got[0] != 2 {
+			t.Errorf("slow-%d finished on attempts %v; want [2]", i, got)
+		}
+		id := fmt.Sprint("boom-", i)
+		if want := "the handler panicked on message " + id + ": cannot handle " + id; !strings.Contains(dead[id], want) {
+			t.Errorf("%s dead-lettered with %q; want it to say %q", id, dead[id], want)
+		}
+	}
+	outcomes := map[string]int{}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		outcomes[fields[0]+" "+fields[2]+" "+fields[5]]++
+	}
+	t.Logf("logged outcomes: %v", outcomes)
+	for line, want := range map[string]int{
+		"acemq type=ok accepted":    each,
+		"acemq type=slow retried":   each,
+		"acemq type=slow accepted":  each,
+		"acemq type=boom rejected:": each,
+	} {
+		if outcomes[line] != want {
+			t.Errorf("%d lines %q; want %d", outcomes[line], line, want)
+		}
+	}
+}
+
+// drainDead reads want messages from queue and returns their reasons by id.
+func drainDead(t *testing.T, url, queue string, want int) map[string]string {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	reasons := map[string]string{}
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < want; {
+		d, ok, err := ch.Get(queue, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if _, twice := reasons[d.MessageId]; twice {
+			t.Errorf("%s dead-lettered twice", d.MessageId)
+		}
+		reasons[d.MessageId] = fmt.Sprint(d.Headers[wire.HeaderError])
+		got++
+	}
+	return reasons
+}
+
+func deleteTopology(url, exchange string, queues ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	for _, q := range queues {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	_ = ch.ExchangeDelete(exchange, false, false)
+}
