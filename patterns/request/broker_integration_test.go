@@ -72,6 +72,8 @@ func TestBrokerTwentyConcurrentCallersEachGetTheirOwnAnswer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const callers, each = 20, 25
+	started := time.Now()
+	defer func() { t.Logf("%d requests in %s", callers*each, time.Since(started).Round(time.Millisecond)) }()
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex

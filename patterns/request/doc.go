@@ -21,7 +21,7 @@
 //
 //   - RR1 NewRequester[Req, Resp](ctx, connector, topic, routingKey,
 //     options...): it owns a connection with the reply stream (and the
-//     goroutine reading it) and a batch.Writer for the requests; ctx bounds
+//     goroutine reading it) and a pipelined writer for the requests; ctx bounds
 //     the start only, and a reply queue that cannot be declared is returned.
 //   - RR2 Do(ctx, request) (Resp, error). RR3 Close, bounded by
 //     Options.CloseTimeout; callers still waiting get messaging.ErrClosed.

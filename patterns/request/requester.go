@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/batch"
 )
 
 // Requester sends requests of type Req to one address and waits for replies
@@ -16,7 +15,8 @@ import (
 // callers by correlation id, so many requests can be in flight at once.
 //
 // It owns a connection with the reply stream, a goroutine that reads it, and
-// a writer for the requests; Close releases all three.
+// a connection with a confirm-mode writer for the requests, which pipelines
+// concurrent callers' publishes; Close releases them all.
 type Requester[Req, Resp any] struct {
 	config     config
 	connector  messaging.Connector
@@ -24,7 +24,7 @@ type Requester[Req, Resp any] struct {
 	routingKey string
 	queue      string
 	generated  bool
-	writer     *batch.Writer
+	writer     *sharedWriter
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -84,7 +84,7 @@ func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connec
 		topic:      topic,
 		routingKey: routingKey,
 		queue:      cfg.replyTo,
-		writer:     batch.New(connector),
+		writer:     newSharedWriter(connector, "acemq: the requester's writer"),
 		ready:      make(chan struct{}),
 		pending:    map[string]chan reply{},
 		done:       make(chan struct{}),

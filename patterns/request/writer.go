@@ -1,0 +1,121 @@
+package request
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// sharedWriter publishes requests (or replies) for many goroutines at once on
+// one connection and one confirm-mode writer, which pipelines them: a caller
+// waits for its own confirm, not behind every other caller's as it would on a
+// batch.Writer, which serialises whole calls. After an error that may have
+// broken the channel or connection it drops both, and the next call dials
+// again; an error that leaves them healthy keeps them.
+type sharedWriter struct {
+	connector messaging.Connector
+	name      string
+
+	mu         sync.Mutex
+	connection messaging.Connection
+	writer     messaging.Writer
+	closed     bool
+}
+
+func newSharedWriter(connector messaging.Connector, name string) *sharedWriter {
+	return &sharedWriter{connector: connector, name: name}
+}
+
+// Write publishes dispatches on the kept writer, dialling one first when
+// there is none.
+func (w *sharedWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	connection, writer, err := w.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := writer.Write(ctx, dispatches...)
+	if err != nil && !keepsWriter(err) {
+		w.discard(connection, writer)
+	}
+	return n, err
+}
+
+func (w *sharedWriter) acquire(ctx context.Context) (messaging.Connection, messaging.Writer, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, nil, fmt.Errorf("%s: %w", w.name, messaging.ErrClosed)
+	}
+	if w.writer != nil {
+		return w.connection, w.writer, nil
+	}
+	connection, err := w.connector.Connect(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: connect: %w", w.name, err)
+	}
+	writer, err := connection.Writer(ctx)
+	if err != nil {
+		_ = connection.Close()
+		return nil, nil, fmt.Errorf("%s: open a writer: %w", w.name, err)
+	}
+	w.connection, w.writer = connection, writer
+	return connection, writer, nil
+}
+
+// discard closes writer and its connection if they are still the kept ones:
+// a caller that failed late cannot cut the ones the next caller opened.
+func (w *sharedWriter) discard(connection messaging.Connection, writer messaging.Writer) {
+	w.mu.Lock()
+	if w.writer != writer {
+		w.mu.Unlock()
+		return
+	}
+	w.connection, w.writer = nil, nil
+	w.mu.Unlock()
+	_ = writer.Close()
+	_ = connection.Close()
+}
+
+// Close closes what is kept and refuses later calls with messaging.ErrClosed.
+// Closing the connection under calls in flight makes them return.
+func (w *sharedWriter) Close() error {
+	w.mu.Lock()
+	connection, writer := w.connection, w.writer
+	w.connection, w.writer, w.closed = nil, nil, true
+	w.mu.Unlock()
+	if writer == nil {
+		return nil
+	}
+	var errs []error
+	if err := writer.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
+		errs = append(errs, err)
+	}
+	if err := connection.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// keepsWriter reports whether the channel and connection are healthy after
+// err: the broker answered each failed message with a return or a nack, the
+// message was refused before it was sent (a wire limit), or the connection
+// is blocked by an alarm (a new one would be blocked too). Anything else
+// (a lost confirm, a timeout, a closed channel or connection) drops them.
+func keepsWriter(err error) bool {
+	var publishErr *messaging.PublishError
+	if !errors.As(err, &publishErr) {
+		return errors.Is(err, messaging.ErrPublishingPaused) || errors.Is(err, messaging.ErrWireLimit)
+	}
+	for _, failed := range publishErr.Failed() {
+		switch {
+		case errors.Is(failed.Err, messaging.ErrUnroutable), errors.Is(failed.Err, messaging.ErrRefused),
+			errors.Is(failed.Err, messaging.ErrWireLimit), errors.Is(failed.Err, messaging.ErrPublishingPaused):
+		default:
+			return false
+		}
+	}
+	return true
+}
