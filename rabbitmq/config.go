@@ -32,7 +32,7 @@ type option func(*configuration)
 type Option = option
 
 type configuration struct {
-	address        string
+	addresses      []string
 	tls            *tls.Config
 	heartbeat      time.Duration
 	brokerTimeout  time.Duration
@@ -47,9 +47,27 @@ type configuration struct {
 }
 
 // Address is the broker's AMQP URI (amqps:// dials TLS). Default
-// amqp://guest:guest@127.0.0.1:5672/.
+// amqp://guest:guest@127.0.0.1:5672/. It is Addresses with one address.
 func (singleton) Address(value string) option {
-	return func(c *configuration) { c.address = value }
+	return func(c *configuration) { c.addresses = []string{value} }
+}
+
+// Addresses are the AMQP URIs of a cluster's nodes (or a load balancer and
+// its fallbacks), tried in order: Connect dials the address that last
+// answered, or after a connection from it was lost the next one, and goes on
+// down the list (wrapping round) until one answers, each dial bounded by the
+// broker timeout. A refusal no other node would answer differently (bad
+// credentials, a missing vhost, a malformed address) stops at once. Empty
+// entries are ignored; none at all means the default address.
+func (singleton) Addresses(values ...string) option {
+	return func(c *configuration) {
+		c.addresses = c.addresses[:0:0]
+		for _, value := range values {
+			if value != "" {
+				c.addresses = append(c.addresses, value)
+			}
+		}
+	}
 }
 
 // TLS is the TLS configuration for amqps:// addresses. Default: derived from the
@@ -131,8 +149,8 @@ func newConfiguration(options ...option) configuration {
 			apply(&c)
 		}
 	}
-	if c.address == "" {
-		c.address = DefaultAddress
+	if len(c.addresses) == 0 || (len(c.addresses) == 1 && c.addresses[0] == "") {
+		c.addresses = []string{DefaultAddress}
 	}
 	if c.heartbeat <= 0 {
 		c.heartbeat = DefaultHeartbeat

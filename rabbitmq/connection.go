@@ -19,7 +19,9 @@ import (
 type connection struct {
 	config  *configuration
 	raw     adapter.Connection
-	forget  func(*connection)
+	// forget tells the connector the connection ended; lost is true when the
+	// broker or the network ended it, not the application.
+	forget  func(c *connection, lost bool)
 	watched chan struct{} // closed once the watcher has seen the connection close
 
 	mu            sync.Mutex
@@ -31,7 +33,7 @@ type connection struct {
 	paused        chan struct{} // closed while the broker blocks the connection
 }
 
-func newConnection(config *configuration, raw adapter.Connection, forget func(*connection)) *connection {
+func newConnection(config *configuration, raw adapter.Connection, forget func(*connection, bool)) *connection {
 	c := &connection{
 		config:  config,
 		raw:     raw,
@@ -59,7 +61,7 @@ func (c *connection) watch(closes <-chan *amqp.Error, blocks <-chan amqp.Blockin
 		case err := <-closes:
 			reason := "closed by the application"
 			if err != nil {
-				reason = redact.Text(err.Error(), c.config.address)
+				reason = redact.Text(err.Error(), c.config.addresses...)
 			}
 			c.mu.Lock()
 			c.ended = true
@@ -71,7 +73,7 @@ func (c *connection) watch(closes <-chan *amqp.Error, blocks <-chan amqp.Blockin
 				c.config.logger.Debug(fmt.Sprintf("AMQP connection closed (reason: %s)", reason), "reason", reason)
 			}
 			c.config.monitor.ConnectionClosed()
-			c.forget(c)
+			c.forget(c, err != nil)
 			return
 		}
 	}
@@ -232,6 +234,6 @@ func (c *connection) Close() error {
 			err = c.timeoutError("connection close", ErrCloseTimeout)
 		}
 	}
-	c.forget(c)
+	c.forget(c, false)
 	return err
 }

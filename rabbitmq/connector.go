@@ -23,6 +23,9 @@ type connector struct {
 	mu     sync.Mutex
 	closed bool
 	open   map[*connection]struct{}
+	// next is the index of the address Connect dials first: the one that
+	// last answered, or the one after it once a connection from it was lost.
+	next int
 }
 
 // New returns a Connector whose every Connect dials a new AMQP connection. Its
@@ -43,12 +46,12 @@ func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 		return nil, fmt.Errorf("connect through a closed rabbitmq connector; create a new one with rabbitmq.New: %w", messaging.ErrClosed)
 	}
 
-	raw, err := c.dial(ctx)
+	raw, index, err := c.dial(ctx)
 	c.config.monitor.ConnectionOpened(err)
 	if err != nil {
 		return nil, err
 	}
-	conn := newConnection(c.config, raw, c.forget)
+	conn := newConnection(c.config, raw, func(conn *connection, lost bool) { c.forget(conn, lost, index) })
 
 	c.mu.Lock()
 	if c.closed {
@@ -61,9 +64,14 @@ func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	return conn, nil
 }
 
-func (c *connector) forget(conn *connection) {
+// forget drops a connection that ended; when the broker or the network ended
+// it, the next Connect starts at the address after the one it came from.
+func (c *connector) forget(conn *connection, lost bool, index int) {
 	c.mu.Lock()
 	delete(c.open, conn)
+	if lost && c.next == index {
+		c.next = (index + 1) % len(c.config.addresses)
+	}
 	c.mu.Unlock()
 }
 
@@ -84,21 +92,59 @@ func (c *connector) Close() error {
 	return errors.Join(errs...)
 }
 
-// dial dials the broker. Every error it returns, and so every log line and
-// monitor callback that quotes one, has the address's credentials masked.
-func (c *connector) dial(ctx context.Context) (adapter.Connection, error) {
-	conn, err := c.dialUnmasked(ctx)
-	if err != nil {
-		return nil, redact.Error(err, c.config.address)
+// dial dials the addresses in turn from c.next until one answers, and
+// returns the connection and the index of its address. Every error it returns,
+// and so every log line and monitor callback that quotes one, has every
+// address's credentials masked.
+func (c *connector) dial(ctx context.Context) (adapter.Connection, int, error) {
+	addresses := c.config.addresses
+	for _, address := range addresses {
+		if _, err := amqp.ParseURI(address); err != nil {
+			return nil, 0, malformedAddress(address, err) // a configuration mistake: no node can fix it
+		}
 	}
-	return conn, nil
+	c.mu.Lock()
+	start := c.next
+	c.mu.Unlock()
+	n := len(addresses)
+	var failures []error
+	for k := range n {
+		i := (start + k) % n
+		conn, err := c.dialUnmasked(ctx, addresses[i])
+		if err == nil {
+			c.mu.Lock()
+			c.next = i
+			c.mu.Unlock()
+			if n > 1 {
+				c.config.logger.Info(fmt.Sprintf("Connected to broker address [%s] (%d of %d).", redact.Address(addresses[i]), i+1, n),
+					"address", redact.Address(addresses[i]), "position", i+1, "addresses", n)
+			}
+			return conn, i, nil
+		}
+		err = redact.Error(err, addresses...)
+		if n == 1 {
+			return nil, i, err
+		}
+		if ctx.Err() != nil || sameOnEveryNode(err) {
+			return nil, i, err
+		}
+		failures = append(failures, err)
+		if k < n-1 {
+			c.config.logger.Warn(fmt.Sprintf("Broker address [%s] (%d of %d) did not answer [%v]; trying the next.", redact.Address(addresses[i]), i+1, n, err),
+				"address", redact.Address(addresses[i]), "position", i+1, "addresses", n, "error", err.Error())
+		}
+	}
+	return nil, start, fmt.Errorf("none of the %d broker addresses answered; is the cluster running and reachable? %w", n, errors.Join(failures...))
 }
 
-func (c *connector) dialUnmasked(ctx context.Context) (adapter.Connection, error) {
-	address := redact.Address(c.config.address)
-	if _, err := amqp.ParseURI(c.config.address); err != nil {
-		return nil, malformedAddress(c.config.address, err)
-	}
+// sameOnEveryNode reports a refusal that trying another node of the same
+// cluster would only repeat: bad credentials, a vhost missing or forbidden.
+func sameOnEveryNode(err error) bool {
+	return errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, amqp.ErrVhost)
+}
+
+func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapter.Connection, error) {
+	address := redact.Address(rawAddress)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("connect to %s abandoned before dialling: %w", address, err)
 	}
@@ -119,7 +165,7 @@ func (c *connector) dialUnmasked(ctx context.Context) (adapter.Connection, error
 	dialCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	expiry := newExpiry(c.config.clock, c.config.brokerTimeout, cancel)
-	conn, err := c.config.dialer.Dial(dialCtx, c.config.address, config)
+	conn, err := c.config.dialer.Dial(dialCtx, rawAddress, config)
 	timedOut := expiry.Stop()
 	if err == nil && (timedOut || ctx.Err() != nil) {
 		// The handshake finished as the bound passed; do not keep a connection the

@@ -36,7 +36,7 @@ func (f *ConnectorFixture) connector(extra ...option) messaging.Connector {
 func (f *ConnectorFixture) TestDefaultsReplaceZeroAndNegativeValues() {
 	config := newConfiguration(Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5))
 
-	f.So(config.address, should.Equal, "amqp://guest:guest@127.0.0.1:5672/")
+	f.So(config.addresses, should.Equal, []string{"amqp://guest:guest@127.0.0.1:5672/"})
 	f.So(config.heartbeat, should.Equal, 10*time.Second)
 	f.So(config.brokerTimeout, should.Equal, 30*time.Second)
 	f.So(config.maxOutstanding, should.Equal, 1000)
@@ -307,4 +307,75 @@ func (f *ConnectorFixture) TestACloseReasonQuotingTheAddressIsMaskedInTheLog() {
 	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection closed")
 	f.So(leaks(f.h.logs.String()), should.BeFalse)
 	f.So(leaks(err.Error()), should.BeFalse)
+}
+
+const (
+	nodeA = "amqp://app:pa%23ss@node-a:5672/"
+	nodeB = "amqp://app:pa%23ss@node-b:5672/"
+	nodeC = "amqp://app:pa%23ss@node-c:5672/"
+)
+
+func (f *ConnectorFixture) TestSeveralAddressesAreTriedInOrderUntilOneAnswers() {
+	f.h.dialer.failFor = map[string]error{nodeA: errors.New("dial tcp node-a:5672: connect: connection refused")}
+	connector := f.connector(Options.Addresses(nodeA, "", nodeB, nodeC))
+
+	_, err := connector.Connect(context.Background())
+
+	f.So(err, should.BeNil)
+	f.So(f.h.dialer.addresses, should.Equal, []string{nodeA, nodeB})
+	logs := f.h.logs.String()
+	f.So(logs, should.ContainSubstring, "Broker address [amqp://app:xxxxx@node-a:5672/] (1 of 3) did not answer")
+	f.So(logs, should.ContainSubstring, "Connected to broker address [amqp://app:xxxxx@node-b:5672/] (2 of 3).")
+	f.So(logs, should.NotContainSubstring, "pa%23ss")
+	f.So(logs, should.NotContainSubstring, "pa#ss")
+
+	_, _ = connector.Connect(context.Background()) // the address that answered is tried first
+	f.So(f.h.dialer.addresses[2], should.Equal, nodeB)
+}
+
+func (f *ConnectorFixture) TestALostConnectionMovesTheNextConnectToTheNextAddress() {
+	connector := f.connector(Options.Addresses(nodeA, nodeB, nodeC))
+	_, _ = connector.Connect(context.Background())
+	f.h.dialer.last().BrokerClose("CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'")
+	f.h.monitor.await(f.T(), "closed")
+
+	_, err := connector.Connect(context.Background())
+
+	f.So(err, should.BeNil)
+	f.So(f.h.dialer.addresses, should.Equal, []string{nodeA, nodeB})
+}
+
+func (f *ConnectorFixture) TestWhenNoAddressAnswersTheErrorNamesEveryFailureMasked() {
+	f.h.dialer.err = errors.New("dial tcp: connect: connection refused (amqp://app:pa#ss@somewhere)")
+	connector := f.connector(Options.Addresses(nodeA, nodeB))
+
+	_, err := connector.Connect(context.Background())
+
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.StartWith, "none of the 2 broker addresses answered")
+	f.So(err.Error(), should.ContainSubstring, "node-a")
+	f.So(err.Error(), should.ContainSubstring, "node-b")
+	f.So(err.Error(), should.NotContainSubstring, "pa#ss")
+	f.So(f.h.dialer.addresses, should.HaveLength, 2)
+}
+
+func (f *ConnectorFixture) TestRefusedCredentialsAreNotTriedOnTheOtherNodes() {
+	f.h.dialer.err = &amqp.Error{Code: amqp.AccessRefused, Reason: "ACCESS_REFUSED - Login was refused"}
+	connector := f.connector(Options.Addresses(nodeA, nodeB, nodeC))
+
+	_, err := connector.Connect(context.Background())
+
+	f.So(errors.Is(err, messaging.ErrAccessRefused), should.BeTrue)
+	f.So(f.h.dialer.addresses, should.HaveLength, 1)
+}
+
+func (f *ConnectorFixture) TestAMalformedAddressAnywhereInTheListIsRefusedBeforeDialling() {
+	connector := f.connector(Options.Addresses(nodeA, "amqp://app:pa#ss@node-b:5672/"))
+
+	_, err := connector.Connect(context.Background())
+
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, "malformed")
+	f.So(err.Error(), should.NotContainSubstring, "pa#ss")
+	f.So(f.h.dialer.addresses, should.BeEmpty)
 }

@@ -140,6 +140,7 @@ func (c *fakeClock) Active() []time.Duration {
 type fakeDialer struct {
 	mu          sync.Mutex
 	err         error
+	failFor     map[string]error // per address, checked before err
 	block       bool
 	dialing     chan struct{}
 	configs     []amqp.Config
@@ -154,6 +155,9 @@ func (d *fakeDialer) Dial(ctx context.Context, address string, config amqp.Confi
 	d.configs = append(d.configs, config)
 	d.addresses = append(d.addresses, address)
 	err, block := d.err, d.block
+	if failed, ok := d.failFor[address]; ok {
+		err = failed
+	}
 	d.mu.Unlock()
 	d.dialing <- struct{}{}
 	if block {
