@@ -17,8 +17,8 @@ import (
 // blocked notifications and severs the socket when a wait on the broker passes the
 // broker timeout.
 type connection struct {
-	config  *configuration
-	raw     adapter.Connection
+	config *configuration
+	raw    adapter.Connection
 	// forget tells the connector the connection ended; lost is true when the
 	// broker or the network ended it, not the application.
 	forget  func(c *connection, lost bool)
