@@ -10,12 +10,16 @@
 //	warrenmq status          [-amqp URL] [-timeout 10s]
 //	warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
 //	warrenmq topology check  [-amqp URL] [plan flags] QUEUE[=...] ...
+//	warrenmq replay          [-amqp URL] [filters] [-limit N] [-dry-run] [-json] QUEUE
+//	warrenmq schedule topology [-check] [-amqp URL] [-json]
+//	warrenmq queues          [-amqp URL] [-policy P] [-schedule] [-json] QUEUE ...
 //
 // Nothing it prints carries a password: every line, on stdout and stderr,
 // errors included, passes through internal/redact with every address the
 // command was given (flags and environment).
 //
-// Exit status: 0 on success, 1 when the operation failed, 2 on bad usage.
+// Exit status: 0 on success, 1 when the operation failed, 2 on bad usage, 3
+// when queues finds messages waiting in a dead-letter or parking queue.
 package main
 
 import (
@@ -54,6 +58,9 @@ func main() {
 	case errors.Is(err, errUsage):
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	case errors.Is(err, errAttention):
+		fmt.Fprintln(os.Stderr, "warrenmq:", err)
+		os.Exit(3)
 	default:
 		fmt.Fprintln(os.Stderr, "warrenmq:", err)
 		os.Exit(1)
@@ -66,7 +73,11 @@ const usage = `usage:
   warrenmq outbox release  [outbox flags] ID [ID ...]
   warrenmq status          [-amqp URL] [-timeout 10s]
   warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
-  warrenmq topology check  [-amqp URL] [-timeout 10s] [plan flags] QUEUE[=...] ...`
+  warrenmq topology check  [-amqp URL] [-timeout 10s] [plan flags] QUEUE[=...] ...
+  warrenmq replay          [-amqp URL] [-exchange X] [-key K] [-type T] [-error TEXT] [-header N=V]
+                           [-limit N] [-deadline D] [-keep-attempts] [-dry-run] [-json] QUEUE
+  warrenmq schedule topology [-check] [-amqp URL] [-timeout 10s] [-json]
+  warrenmq queues          [-amqp URL] [-policy exponential:6:10s:5m] [-schedule] [-json] QUEUE ...`
 
 // addressVariables are the environment variables that may hold an address
 // with a password.
@@ -151,6 +162,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%w: topology needs plan or check\n%s", errUsage, topologyUsage)
 		}
 		return runTopology(ctx, args[1], args[2:], stdout, stderr)
+	case "replay":
+		return runReplay(ctx, args[1:], stdout, stderr)
+	case "schedule":
+		return runSchedule(ctx, args[1:], stdout, stderr)
+	case "queues":
+		return runQueues(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
