@@ -71,6 +71,11 @@
 //   - ST29 one messaging.Handler; the refusal happens at the verb.
 //   - ST30 the docs say what a stream is for and not for.
 //
+// For the CLI (issue 16's stream tail): ParseOffset reads --from
+// (first|last|next|OFFSET|RFC 3339 time|duration ago), Tail reads a stream
+// with the transport's own reader, declaring and setting aside nothing, and
+// TailLine formats the offset, envelope and a body preview.
+//
 // The capability question is a method SupportsStreams() bool on a
 // transport's Connector or Connection (rabbitmq true, memory false).
 package streams

@@ -253,3 +253,34 @@ func TestAnInProgressOnAStreamIsParkedToo(t *testing.T) {
 		t.Fatalf("%d handled, want 9", handled.distinct())
 	}
 }
+
+// TestTailPrintsFromAnOffsetAndSetsNothingAside: Tail reads from an exact
+// offset, stops when told, and copies nothing anywhere.
+func TestTailPrintsFromAnOffsetAndSetsNothingAside(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "tail", Retention{MaxAge: time.Hour})
+	publish(t, transport, stream, ids("tail", 0, 20)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var lines []string
+	err := Tail(ctx, transport, stream, FromOffset(15), func(d messaging.Delivery) bool {
+		lines = append(lines, TailLine(d, 40))
+		return len(lines) < 5
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "15\tid=tail-00015\t") || !strings.HasPrefix(lines[4], "19\tid=tail-00019\t") {
+		t.Fatalf("tailed %q", lines)
+	}
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	if _, err := declarer.InspectQueue(ctx, stream+".dlq"); !errors.Is(err, messaging.ErrNotFound) {
+		t.Fatalf("tail declared %s.dlq: %v", stream, err)
+	}
+}
