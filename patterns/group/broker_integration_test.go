@@ -1,0 +1,193 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// tally counts handled message ids, and per member how many it handled.
+type tally struct {
+	mu       sync.Mutex
+	byID     map[string]int
+	byMember map[int]int
+	closed   int // the member closed, once it was
+	after    int // what the closed member handled after CloseMember returned
+	isClosed bool
+}
+
+func newTally() *tally { return &tally{byID: map[string]int{}, byMember: map[int]int{}, closed: -1} }
+
+func (t *tally) handler(member int) messaging.Handler {
+	return messaging.HandlerFunc(func(_ context.Context, messages ...any) {
+		for _, message := range messages {
+			time.Sleep(time.Millisecond) // slow enough for every member to get a share
+			t.mu.Lock()
+			t.byID[message.(messaging.Delivery).MessageID]++
+			t.byMember[member]++
+			if t.isClosed && member == t.closed {
+				t.after++
+			}
+			t.mu.Unlock()
+		}
+	})
+}
+
+func (t *tally) handled() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byID)
+}
+
+func startGroup(t *testing.T, url, queue, exchange string, n int, tl *tally) *Group {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	t.Cleanup(func() { _ = transport.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, err := NewEach(ctx, transport, queue, n, tl.handler, Options.Logger(quiet), Options.Subscription(
+		streaming.SubscriptionOptions.Topics(exchange),
+		streaming.SubscriptionOptions.FullDeliveryToHandler(true),
+		streaming.SubscriptionOptions.BufferCapacity(20),
+		streaming.SubscriptionOptions.ShutdownStrategy(streaming.ShutdownStrategyImmediate, 5*time.Second),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+func publish(t *testing.T, url, exchange string, total int) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	defer transport.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	writer, err := conn.Writer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	dispatches := make([]messaging.Dispatch, total)
+	for i := range dispatches {
+		dispatches[i] = messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprint("g-", i), MessageType: "grouped", Mandatory: true, Payload: []byte("{}")}
+	}
+	if _, err := writer.Write(ctx, dispatches...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal("not every message was handled within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFourMembersShareAQueueAndTakeOverFromOneThatCloses: 1,000 messages to
+// a queue consumed by a group of four; once a quarter are handled, member 0
+// is closed. Every message is handled exactly once, every member handled a
+// share before, and member 0 nothing after it closed: the other three
+// handled what it had prefetched and the rest.
+func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
+	url := testenv.Broker(t)
+	const total, members = 1000, 4
+	queue, exchange := testenv.Name(t, "group"), testenv.Name(t, "group-x")
+	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	tl := newTally()
+	g := startGroup(t, url, queue, exchange, members, tl)
+	publish(t, url, exchange, total)
+
+	waitFor(t, func() bool { return tl.handled() >= total/4 })
+	tl.mu.Lock()
+	before := map[int]int{}
+	for m, n := range tl.byMember {
+		before[m] = n
+	}
+	tl.mu.Unlock()
+	if err := g.CloseMember(0); err != nil {
+		t.Fatal(err)
+	}
+	tl.mu.Lock()
+	tl.closed, tl.isClosed = 0, true
+	tl.mu.Unlock()
+	waitFor(t, func() bool { return tl.handled() >= total })
+	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
+
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	t.Logf("handled per member before member 0 closed %v, in all %v", before, tl.byMember)
+	for i := range total {
+		if n := tl.byID[fmt.Sprint("g-", i)]; n != 1 {
+			t.Errorf("g-%d handled %d times; want once", i, n)
+		}
+	}
+	for m := range members {
+		if before[m] == 0 {
+			t.Errorf("member %d handled nothing of the first quarter; the broker should share the queue", m)
+		}
+	}
+	if tl.after != 0 {
+		t.Errorf("member 0 handled %d messages after it was closed", tl.after)
+	}
+}
+
+// TestAGroupOnAMissingQueueFailsWithTheBrokersAnswer: without declaring
+// topology, the queue does not exist: New returns messaging.ErrNotFound and
+// leaves no consumer behind.
+func TestAGroupOnAMissingQueueFailsWithTheBrokersAnswer(t *testing.T) {
+	url := testenv.Broker(t)
+	queue := testenv.Name(t, "group-missing")
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	defer transport.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nop := messaging.HandlerFunc(func(context.Context, ...any) {})
+	g, err := New(ctx, transport, queue, 4, nop, Options.Logger(quiet),
+		Options.Subscription(streaming.SubscriptionOptions.EstablishTopology(false), streaming.SubscriptionOptions.DeadLetters(false)))
+	if g != nil || !errors.Is(err, messaging.ErrNotFound) {
+		t.Fatalf("New = %v, %v; want no group and messaging.ErrNotFound", g, err)
+	}
+}
+
+func deleteTopology(url, exchange string, queues ...string) {
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	defer ch.Close()
+	for _, q := range queues {
+		_, _ = ch.QueueDelete(q, false, false, false)
+	}
+	_ = ch.ExchangeDelete(exchange, false, false)
+}

@@ -1,0 +1,159 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// Group is n consumers of one queue, started and stopped together. Each member
+// is a streaming consumer with a subscription of its own, so its own
+// connection, channel and prefetch: the broker shares the queue's messages
+// among them (round-robin within the prefetch), and a member that stops hands
+// its unacknowledged deliveries back for the others.
+type Group struct {
+	queue   string
+	monitor Monitor
+	members []*member
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// member is one consumer and the goroutine that runs its Listen.
+type member struct {
+	consumer  *streaming.Consumer
+	listening chan struct{}
+	once      sync.Once
+}
+
+// New starts n consumers of queue, each running handler, and returns once
+// every one opened its stream. If any fails to start (the broker unreachable,
+// the queue missing, access refused: errors.Is matches the transport's
+// sentinels), the members that started are closed and the error returned, so
+// no member holds messages nothing will handle. The wait is bounded by ctx and
+// Options.StartTimeout. connector is not closed by the group.
+func New(ctx context.Context, connector messaging.Connector, queue string, n int, handler messaging.Handler, options ...Option) (*Group, error) {
+	if handler == nil {
+		return nil, fmt.Errorf("group: a consumer group of %s needs a handler", queue)
+	}
+	return NewEach(ctx, connector, queue, n, func(int) messaging.Handler { return handler }, options...)
+}
+
+// NewEach is New with a handler per member: handler(i) for member i, 0 <= i <
+// n, called once each before anything starts. Use it when a member needs state
+// of its own: an ordering.New instance orders what one consumer receives, so
+// each member wants its own.
+func NewEach(ctx context.Context, connector messaging.Connector, queue string, n int, handler func(member int) messaging.Handler, options ...Option) (*Group, error) {
+	switch {
+	case connector == nil:
+		return nil, errors.New("group: a consumer group needs a connector")
+	case queue == "":
+		return nil, errors.New("group: a consumer group needs a queue")
+	case n < 1:
+		return nil, fmt.Errorf("group: a consumer group of %s needs at least one member, not %d", queue, n)
+	case handler == nil:
+		return nil, fmt.Errorf("group: a consumer group of %s needs a handler", queue)
+	}
+	handlers := make([]messaging.Handler, n)
+	for i := range handlers {
+		if handlers[i] = handler(i); handlers[i] == nil {
+			return nil, fmt.Errorf("group: member %d of the consumer group of %s has no handler", i+1, queue)
+		}
+	}
+	c := newConfig(options)
+	g := &Group{queue: queue, monitor: c.monitor}
+	for i := range n {
+		subscription := append([]streaming.SubscriptionOption{streaming.SubscriptionOptions.AddWorkers(handlers[i])}, c.subscription...)
+		consumerOptions := []streaming.Option{
+			streaming.Options.Logger(c.logger),
+			streaming.Options.Subscriptions(streaming.NewSubscription(queue, subscription...)),
+		}
+		if c.streaming != nil {
+			consumerOptions = append(consumerOptions, streaming.Options.Monitor(c.streaming))
+		}
+		m := &member{consumer: streaming.New(connector, consumerOptions...), listening: make(chan struct{})}
+		go func() {
+			defer close(m.listening)
+			m.consumer.Listen()
+		}()
+		g.members = append(g.members, m)
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, c.startTimeout)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, m := range g.members {
+		wg.Go(func() { errs[i] = m.consumer.Started(startCtx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			err = fmt.Errorf("group: member %d of %d consuming %s did not start, so the group was closed: %w", i+1, n, queue, err)
+			g.monitor.StartFailed(queue, err)
+			_ = g.Close()
+			return nil, err
+		}
+	}
+	g.monitor.Started(queue, n)
+	return g, nil
+}
+
+// Members returns how many members the group was started with.
+func (g *Group) Members() int { return len(g.members) }
+
+// CloseMember stops member i (0 <= i < Members) alone, within its shutdown
+// strategy's bound; the broker hands what it held unacknowledged to the other
+// members. Closing a member twice is a no-op.
+func (g *Group) CloseMember(i int) error {
+	if i < 0 || i >= len(g.members) {
+		return fmt.Errorf("group: no member %d in a group of %d consuming %s", i, len(g.members), g.queue)
+	}
+	g.closeMember(g.members[i])
+	return nil
+}
+
+func (g *Group) closeMember(m *member) {
+	m.once.Do(func() {
+		_ = m.consumer.Close()
+		<-m.listening
+		g.monitor.MemberClosed(g.queue)
+	})
+}
+
+// Close stops every member at once and returns when all have stopped: each
+// finishes by its subscription's shutdown strategy, within its bound, so the
+// group takes one bound, not n. It is safe to call more than once.
+func (g *Group) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, m := range g.members {
+		wg.Go(func() { g.closeMember(m) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// Health returns nil while no member is waiting on an outage, else the first
+// member's report (streaming.Consumer.Health), for a readiness check.
+func (g *Group) Health() error {
+	for _, m := range g.members {
+		if err := m.consumer.Health(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ interface{ Close() error } = (*Group)(nil)
