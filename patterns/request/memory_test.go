@@ -291,3 +291,83 @@ func TestMemoryARequestNobodyServesIsUnroutableAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestMemoryALostReplyQueueIsDeclaredAgain: when the reply queue goes away,
+// the caller in flight fails at once with ErrReplyQueueLost; a caller that
+// arrives meanwhile waits for the queue to be declared again (after the
+// reconnect delay) and is answered; Close wakes a caller still waiting.
+func TestMemoryALostReplyQueueIsDeclaredAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx := context.Background()
+		release := make(chan struct{})
+		held := func(ctx context.Context, d messaging.Delivery, r priceRequest) (priceResponse, error) {
+			if r.SKU == "held" {
+				<-release
+			}
+			return price(ctx, d, r)
+		}
+		server, err := Serve(ctx, broker, "prices", held, Options.Workers(2), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		defer close(release)
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices",
+			Options.Timeout(time.Hour), Options.ReconnectDelay(time.Minute), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+		type result struct {
+			response priceResponse
+			err      error
+			at       time.Duration
+		}
+		start := time.Now()
+		ask := func(sku string) <-chan result {
+			done := make(chan result, 1)
+			go func() {
+				response, err := requester.Do(ctx, priceRequest{SKU: sku})
+				done <- result{response, err, time.Since(start)}
+			}()
+			return done
+		}
+
+		inFlight := ask("held")
+		synctest.Wait() // the request is with the responder
+		if err := broker.DeleteQueue(requester.ReplyQueue()); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-inFlight; !errors.Is(r.err, ErrReplyQueueLost) || r.at != 0 {
+			t.Fatalf("the caller in flight got %v after %s; want ErrReplyQueueLost at once", r.err, r.at)
+		}
+
+		waiting := ask("meanwhile")
+		r := <-waiting
+		if r.err != nil || r.response.SKU != "meanwhile" {
+			t.Fatalf("the caller that arrived meanwhile got %+v, %v", r.response, r.err)
+		}
+		if r.at < time.Minute || r.at > time.Minute+time.Second {
+			t.Errorf("answered after %s; want right after the one-minute reconnect delay", r.at)
+		}
+		if broker.MessageCount(requester.ReplyQueue()) != 0 {
+			t.Errorf("the reply queue holds messages")
+		}
+
+		if err := broker.DeleteQueue(requester.ReplyQueue()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		stranded := ask("stranded")
+		synctest.Wait()
+		closedAt := time.Since(start)
+		if err := requester.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-stranded; !errors.Is(r.err, messaging.ErrClosed) || r.at != closedAt {
+			t.Errorf("a caller waiting for the reply queue got %v at %s; want ErrClosed when Close ran (%s)", r.err, r.at, closedAt)
+		}
+	})
+}

@@ -26,8 +26,9 @@ type Requester[Req, Resp any] struct {
 	generated  bool
 	writer     *sharedWriter
 
-	stop context.CancelFunc
-	done chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+	closing chan struct{} // closed by Close: wakes callers waiting for the reply queue
 
 	mu      sync.Mutex
 	live    bool          // the reply stream is open
@@ -88,6 +89,7 @@ func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connec
 		ready:      make(chan struct{}),
 		pending:    map[string]chan reply{},
 		done:       make(chan struct{}),
+		closing:    make(chan struct{}),
 	}
 	if r.queue == "" {
 		r.queue = replyQueuePrefix + messaging.NewID()
@@ -297,6 +299,7 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 		}
 		select { // the reply queue is being declared again
 		case <-ready:
+		case <-r.closing: // the loop above returns ErrClosed
 		case <-timer.Done():
 			return response, timedOut()
 		case <-ctx.Done():
@@ -392,6 +395,7 @@ func (r *Requester[Req, Resp]) Close() error {
 		return nil
 	}
 	r.closed = true
+	close(r.closing)
 	for correlation, waiter := range r.pending {
 		delete(r.pending, correlation)
 		waiter <- reply{err: fmt.Errorf("acemq: the requester for %q closed before the reply arrived (correlation %s): %w", r.routingKey, correlation, messaging.ErrClosed)}
