@@ -62,9 +62,15 @@
 //   - ID19 Confirm is an UPDATE, Release a DELETE (of an unconfirmed row
 //     only: a confirmed key is never forgotten by a late Release), Prune(ctx,
 //     olderThan) is yours to schedule.
-//   - ID20 SQLStore takes any DB (*sql.Tx included). Difference: New holds one
-//     store for every batch, so the claim is not written in the work's
-//     transaction; that gap is stated above and left open.
+//   - ID20 SQLStore takes any DB (*sql.Tx included), and InTransaction(store)
+//     writes each batch's claims in the batch's own SQL transaction (the one
+//     handlers/sqltx or handlers/transactional puts in
+//     messaging.TransactionSlotFrom), so the claim, its confirmation and the
+//     work commit together: a crash after the commit redelivers a confirmed
+//     key (a duplicate, accepted), a crash before it leaves no claim behind.
+//     A concurrent copy waits on the row lock for the holder's commit. A
+//     failed claim, Confirm or Release in the transaction panics, so the batch
+//     rolls back. New keeps the gap stated above.
 //
 // Batches: keys are claimed per delivery; the inner handler gets the claimed
 // messages only, with messaging.WithDeliveries aligned to them; messages found

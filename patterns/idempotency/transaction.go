@@ -1,0 +1,112 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/warrenmq/messaging"
+)
+
+// ErrNoTransaction is what InTransaction panics with (marked messaging.Fatal)
+// when the batch's context carries no SQL transaction: it was not put inside
+// handlers/sqltx.Middleware or handlers/transactional.Middleware over an
+// outbox.
+var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL transaction in the handler's context; put it inside handlers/sqltx.Middleware (or handlers/transactional.Middleware over an sqlmq outbox)")
+
+// InTransaction is New with every claim written in the batch's own SQL
+// transaction, the one the handler does its work in
+// (messaging.TransactionSlotFrom(ctx).Tx, which handlers/sqltx and
+// handlers/transactional fill):
+//
+//	worker := messaging.Chain(
+//		retry.Middleware(retry.Options.Policy(budget)),
+//		sqltx.Middleware(db),
+//		idempotency.InTransaction(store), // store: NewSQLStore(db, dialect)
+//	)(handle) // handle writes through the same transaction
+//
+// The claim, its confirmation and the work commit together or not at all, so
+// the gap New leaves is closed: a crash after the commit and before the
+// acknowledgement redelivers a message whose key is already confirmed (a
+// duplicate, accepted), and a crash before the commit leaves neither the work
+// nor a claim (the redelivery runs the handler, with no lease to wait out). A
+// concurrent copy of a message being handled waits on the database's row lock
+// for the holder's transaction to end, and then finds it confirmed, or free.
+//
+// store gives the table, dialect and lease; its own database handle is not
+// used. A claim that fails panics at once, and a Confirm or Release that
+// fails panics after the batch ran, so the transaction rolls back and the
+// batch runs again, rather than committing work whose claim says otherwise. SQLite allows
+// one writing transaction at a time: the workers then take turns.
+func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
+	c := newConfig(options)
+	return func(inner messaging.Handler) messaging.Handler {
+		return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+			slot := messaging.TransactionSlotFrom(ctx)
+			if slot == nil || slot.Tx == nil {
+				panic(messaging.Fatal(ErrNoTransaction))
+			}
+			batch := *store
+			batch.db = slot.Tx
+			tx := &txStore{SQLStore: &batch}
+			(&handler{inner: inner, store: tx, config: c}).Handle(ctx, messages...)
+			if err := tx.failure(); err != nil {
+				panic(fmt.Errorf("idempotency: the claims of this batch could not be settled in its transaction, so the batch is rolled back and will be redelivered: %w", err))
+			}
+		})
+	}
+}
+
+// txStore is a SQLStore over one batch's transaction that remembers a failed
+// Confirm or Release: in a transaction, either one failing means the commit
+// would not match the work.
+type txStore struct {
+	*SQLStore
+	mu     sync.Mutex
+	failed error
+}
+
+// TryClaim fails the batch when the claim fails: after a failed statement
+// (a deadlock, a lock wait that timed out) the transaction may be unusable,
+// so the batch is rolled back and run again rather than its other messages
+// handled in it.
+func (s *txStore) TryClaim(ctx context.Context, key string) (ClaimResult, error) {
+	result, err := s.SQLStore.TryClaim(ctx, key)
+	if err != nil {
+		if messaging.IsOutage(err) {
+			panic(messaging.Outage(err))
+		}
+		panic(fmt.Errorf("idempotency: the claim in the batch's transaction failed, so the batch is rolled back: %w", err))
+	}
+	return result, nil
+}
+
+// Claim is TryClaim reduced to whether the batch now holds key.
+func (s *txStore) Claim(ctx context.Context, key string) (bool, error) {
+	result, err := s.TryClaim(ctx, key)
+	return result == Claimed, err
+}
+
+func (s *txStore) Confirm(ctx context.Context, key string) error {
+	return s.remember(s.SQLStore.Confirm(ctx, key))
+}
+
+func (s *txStore) Release(ctx context.Context, key string) error {
+	return s.remember(s.SQLStore.Release(ctx, key))
+}
+
+func (s *txStore) remember(err error) error {
+	if err != nil {
+		s.mu.Lock()
+		s.failed = errors.Join(s.failed, err)
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *txStore) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
