@@ -37,7 +37,9 @@ func (w *sharedWriter) Write(ctx context.Context, dispatches ...messaging.Dispat
 		return 0, err
 	}
 	n, err := writer.Write(ctx, dispatches...)
-	if err != nil && !keepsWriter(err) {
+	// A caller that stopped waiting (its context ended) says nothing about the
+	// channel: closing it would fail every other caller's publish in flight.
+	if err != nil && ctx.Err() == nil && !keepsWriter(err) {
 		w.discard(connection, writer)
 	}
 	return n, err

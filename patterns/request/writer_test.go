@@ -81,3 +81,19 @@ func TestSharedWriterDropsOnlyABrokenWriter(t *testing.T) {
 		t.Fatalf("Close left the connection open")
 	}
 }
+
+// TestSharedWriterKeepsTheWriterWhenACallerGivesUp: a caller whose context
+// ended stopped waiting for its confirm; the channel is fine, and the other
+// callers' publishes on it go on.
+func TestSharedWriterKeepsTheWriterWhenACallerGivesUp(t *testing.T) {
+	connector := &fakeConnector{errs: []error{messaging.ErrArrivalUnknown}}
+	w := newSharedWriter(connector, "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.Write(ctx, messaging.Dispatch{}); err == nil {
+		t.Fatal("want the fake's error")
+	}
+	if connector.closed != 0 {
+		t.Fatal("a caller giving up closed the shared connection")
+	}
+}
