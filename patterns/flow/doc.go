@@ -24,6 +24,9 @@
 // message's age is the run's), through messaging.PublishOnce keyed by the
 // input's queue, id and the hop's address, so a batch run again by retry (or
 // isolated by the settlement decorator) does not publish a hop twice. The
+// hops of a batch go out in one write, so a batch waits for one
+// confirmation, not one per message; when that write fails as a whole for a
+// reason other than an outage (a wire limit), each hop goes alone. The
 // hop's id is derived from the input's id and the hop, so a hop published
 // again after a redelivery carries the same id, for an idempotency guard
 // downstream. The input is acknowledged with its batch only once its hop

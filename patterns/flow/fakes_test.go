@@ -49,7 +49,8 @@ type fakeWriter struct {
 	written []messaging.Dispatch
 	calls   int
 	fail    error
-	// failOnce fails the first write of a dispatch it returns an error for.
+	// failOnce fails the first write of a dispatch it returns an error for;
+	// the others of that write land.
 	failOnce func(messaging.Dispatch) error
 	failed   map[string]bool
 }
@@ -61,18 +62,27 @@ func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) 
 	if w.fail != nil {
 		return 0, w.fail
 	}
-	if w.failOnce != nil {
-		for _, d := range dispatches {
-			if err := w.failOnce(d); err != nil && !w.failed[d.MessageID] {
+	// As a transport accounts for a write: each message lands or fails.
+	results := make([]messaging.PublishResult, len(dispatches))
+	failures := 0
+	for i, d := range dispatches {
+		results[i] = messaging.PublishResult{MessageID: d.MessageID, Confirmed: true, Routed: true}
+		if w.failOnce != nil && !w.failed[d.MessageID] {
+			if err := w.failOnce(d); err != nil {
 				if w.failed == nil {
 					w.failed = map[string]bool{}
 				}
 				w.failed[d.MessageID] = true
-				return 0, err
+				results[i] = messaging.PublishResult{MessageID: d.MessageID, Err: err}
+				failures++
+				continue
 			}
 		}
+		w.written = append(w.written, d)
 	}
-	w.written = append(w.written, dispatches...)
+	if failures > 0 {
+		return len(dispatches) - failures, &messaging.PublishError{Results: results}
+	}
 	return len(dispatches), nil
 }
 

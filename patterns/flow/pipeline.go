@@ -261,7 +261,7 @@ func (p *Pipeline[T]) Describe() string {
 // sendWriters is how many connections Send publishes through at once: a
 // confirm from a quorum queue waits for the disk, so concurrent callers
 // each need a writer of their own to overlap their waits.
-const sendWriters = 4
+const sendWriters = 8
 
 // Send starts a run: message goes to the first step, mandatory and
 // confirmed, carrying the route headers at position 0 and a fresh run id,

@@ -84,7 +84,7 @@ func runPipeline(t *testing.T, transport messaging.Connector, name string, total
 		Step("validate", func(ctx context.Context, d messaging.Delivery, in order) (order, bool, error) {
 			book.saw(0, d)
 			return in, true, nil
-		}, StepOptions.Retry(fast), StepOptions.Consumers(2)),
+		}, StepOptions.Retry(fast), StepOptions.Consumers(4)),
 		Step("reserve", func(ctx context.Context, d messaging.Delivery, in order) (reservation, bool, error) {
 			select {
 			case <-gate:
@@ -100,7 +100,7 @@ func runPipeline(t *testing.T, transport messaging.Connector, name string, total
 				}
 			}
 			return reservation{Order: in.ID}, true, nil
-		}, StepOptions.Retry(fast), StepOptions.Consumers(2),
+		}, StepOptions.Retry(fast), StepOptions.Consumers(4),
 			StepOptions.Subscription(streaming.SubscriptionOptions.BatchCapacity(16))),
 		Step("dispatch", func(ctx context.Context, d messaging.Delivery, in reservation) (shipment, bool, error) {
 			book.saw(2, d)
@@ -126,9 +126,10 @@ func runPipeline(t *testing.T, transport messaging.Connector, name string, total
 	runIDs := make([]string, total)
 	var sending sync.WaitGroup
 	sendErrs := make(chan error, total)
-	for sender := range 8 {
+	const senders = 16
+	for sender := range senders {
 		sending.Go(func() {
-			for i := sender; i < total; i += 8 {
+			for i := sender; i < total; i += senders {
 				id := fmt.Sprint("c-", i)
 				runID, err := p.SendWith(ctx, order{ID: fmt.Sprint("o-", i), Total: i}, messaging.Dispatch{MessageID: "m-" + id, CorrelationID: id})
 				if err != nil {

@@ -41,10 +41,12 @@ type handler[In, Out any] struct {
 	position int
 }
 
-// Handle runs the step for each message in turn. A message settled already
-// in this batch (a batch run again by retry) is left as it was.
+// Handle runs the step for each message in turn, then publishes the next
+// messages together. A message settled already in this batch (a batch run
+// again by retry) is left as it was.
 func (h *handler[In, Out]) Handle(ctx context.Context, messages ...any) {
 	envelopes := messaging.DeliveriesFrom(ctx)
+	var hops []hop
 	for i, message := range messages {
 		delivery, ok := message.(messaging.Delivery)
 		if !ok {
@@ -57,14 +59,17 @@ func (h *handler[In, Out]) Handle(ctx context.Context, messages ...any) {
 		if _, settled := messaging.DecisionOf(ctx, delivery); settled {
 			continue
 		}
-		h.one(ctx, delivery)
+		if next, ok := h.one(ctx, delivery); ok {
+			hops = append(hops, next)
+		}
 	}
+	h.publish(ctx, hops)
 }
 
-// one handles a single delivery; it settles it through the context's
-// Settler, or panics when the batch must not be acknowledged (an outage, a
-// settlement that failed).
-func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) {
+// one handles a single delivery: it settles it through the context's
+// Settler, or returns the next message to publish, or panics when the batch
+// must not be acknowledged (an outage, a settlement that failed).
+func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) (hop, bool) {
 	pipeline, step := h.config.pipeline, h.config.step
 	var slip *Slip
 	if h.mode != modeThen {
@@ -73,11 +78,11 @@ func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) {
 		if refusal != nil {
 			h.config.monitor.Refused(pipeline, step, refusal)
 			mustSettle(messaging.Reject(ctx, d, refusal))
-			return
+			return hop{}, false
 		}
 		next, ok := slip.Next()
 		if !ok {
-			return // a position past the end: the run is over, nothing to do
+			return hop{}, false // a position past the end: the run is over, nothing to do
 		}
 		if step == "" {
 			step = next.label()
@@ -88,7 +93,7 @@ func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) {
 	if err != nil {
 		h.config.monitor.Refused(pipeline, step, err)
 		mustSettle(messaging.Park(ctx, d, err))
-		return
+		return hop{}, false
 	}
 	out, more, err := h.call(ctx, d, in)
 	if err != nil {
@@ -101,20 +106,20 @@ func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) {
 		default:
 			mustSettle(messaging.Retry(ctx, d, err))
 		}
-		return
+		return hop{}, false
 	}
 	if !more {
 		h.finished(ctx, d, slip, pipeline, step, OutcomeEndedEarly)
-		return
+		return hop{}, false
 	}
 	if slip != nil {
 		slip.Advance(h.config.now())
 		if _, ok := slip.Next(); !ok {
 			h.finished(ctx, d, slip, pipeline, step, OutcomeCompleted)
-			return
+			return hop{}, false
 		}
 	}
-	h.forward(ctx, d, slip, out, pipeline, step)
+	return h.prepare(ctx, d, slip, out, pipeline, step)
 }
 
 // slipOf reads the delivery's slip, or says why it cannot be followed: the
@@ -161,18 +166,26 @@ func (h *handler[In, Out]) call(ctx context.Context, d messaging.Delivery, in In
 	return h.fn(ctx, d, in)
 }
 
-// forward publishes out as the next hop: mandatory, confirmed, once per
-// batch however many times the batch runs, with the correlation carried and
-// the input as its cause.
-func (h *handler[In, Out]) forward(ctx context.Context, d messaging.Delivery, slip *Slip, out Out, pipeline, step string) {
+// hop is a next message ready to go out, and what it is owed to.
+type hop struct {
+	delivery       messaging.Delivery
+	key            string
+	dispatch       messaging.Dispatch
+	pipeline, step string
+}
+
+// prepare encodes out as the next message: mandatory, with the correlation
+// carried, the input as its cause and the input's FirstSeen. It settles the
+// input (Reject) and reports false when out cannot travel.
+func (h *handler[In, Out]) prepare(ctx context.Context, d messaging.Delivery, slip *Slip, out Out, pipeline, step string) (hop, bool) {
 	payload, err := h.config.serializer.Serialize(out)
 	if err != nil {
 		refusal := messaging.Fatal(fmt.Errorf("acemq: the step's result for message %s cannot be encoded: %w", d.MessageID, err))
 		h.config.monitor.StepFailed(pipeline, step, refusal)
 		mustSettle(messaging.Reject(ctx, d, refusal))
-		return
+		return hop{}, false
 	}
-	hop := messaging.Dispatch{
+	next := hop{delivery: d, pipeline: pipeline, step: step, dispatch: messaging.Dispatch{
 		Topic: h.to.Topic, RoutingKey: h.to.RoutingKey,
 		CorrelationID: d.CorrelationID,
 		CausationID:   d.MessageID,
@@ -181,31 +194,128 @@ func (h *handler[In, Out]) forward(ctx context.Context, d messaging.Delivery, sl
 		FirstSeen:     d.FirstSeen,
 		Mandatory:     true,
 		Payload:       payload,
-	}
-	key := "then " + h.to.Topic + "/" + h.to.RoutingKey
+	}}
+	address := "then " + h.to.Topic + "/" + h.to.RoutingKey
 	if slip != nil {
-		next, _ := slip.Next()
-		key = "slip " + next.Exchange + "/" + next.RoutingKey
-		if err := slip.Apply(&hop); err != nil {
+		stop, _ := slip.Next()
+		address = "slip " + stop.Exchange + "/" + stop.RoutingKey
+		if err := slip.Apply(&next.dispatch); err != nil {
 			refusal := messaging.Fatal(fmt.Errorf("acemq: message %s: %w", d.MessageID, err))
 			h.config.monitor.Refused(pipeline, step, refusal)
 			mustSettle(messaging.Reject(ctx, d, refusal))
-			return
+			return hop{}, false
 		}
 	}
-	hop.MessageID = hopID(d.MessageID, key)
-	published := false
-	err = messaging.PublishOnce(ctx, d.SourceQueue+"\x00"+d.MessageID+"\x00"+key, func() error {
-		_, err := h.writer.Write(ctx, hop)
-		published = err == nil
-		return err
-	})
+	next.dispatch.MessageID = hopID(d.MessageID, address)
+	next.key = d.SourceQueue + "\x00" + d.MessageID + "\x00" + address
+	return next, true
+}
+
+// errNotPublished is what publish returns to ask PublishOnce whether a key
+// was published already: PublishOnce calls publish only when it was not,
+// and does not remember a failure.
+var errNotPublished = errors.New("flow: not published yet")
+
+// publish sends the batch's next messages, each once per batch however many
+// times the batch runs (messaging.PublishOnce), in one write, so the batch
+// waits for one confirmation instead of one per message. When that write
+// fails as a whole for a reason that is not an outage (a wire limit), each
+// goes alone, so one message cannot hold back the others.
+func (h *handler[In, Out]) publish(ctx context.Context, hops []hop) {
+	var todo []hop
+	seen := map[string]bool{}
+	for _, next := range hops {
+		if seen[next.key] {
+			continue // the same delivery twice in one batch: one hop
+		}
+		seen[next.key] = true
+		if err := messaging.PublishOnce(ctx, next.key, func() error { return errNotPublished }); err == nil {
+			continue // published on an earlier run of this batch
+		}
+		todo = append(todo, next)
+	}
+	switch len(todo) {
+	case 0:
+		return
+	case 1:
+		h.publishAlone(ctx, todo[0])
+		return
+	}
+	dispatches := make([]messaging.Dispatch, len(todo))
+	for i, next := range todo {
+		dispatches[i] = next.dispatch
+	}
+	_, err := h.writer.Write(ctx, dispatches...)
 	if err == nil {
-		if published { // not a hop this batch published on an earlier run
-			h.config.monitor.Forwarded(pipeline, step)
+		for _, next := range todo {
+			h.landed(ctx, next)
 		}
 		return
 	}
+	var account *messaging.PublishError
+	if !errors.As(err, &account) {
+		if messaging.IsOutage(err) {
+			h.failed(ctx, todo[0], err) // the broker is away: hold the batch
+		}
+		for _, next := range todo {
+			h.publishAlone(ctx, next)
+		}
+		return
+	}
+	outcome := make(map[string]error, len(account.Results))
+	for _, result := range account.Results {
+		outcome[result.MessageID] = result.Err
+	}
+	var away []hop // settled last: an outage panics
+	for _, next := range todo {
+		err, answered := outcome[next.dispatch.MessageID]
+		switch {
+		case !answered:
+			away = append(away, next)
+		case err == nil:
+			h.landed(ctx, next)
+		case messaging.IsOutage(err):
+			away = append(away, next)
+		default:
+			h.failed(ctx, next, err)
+		}
+	}
+	for _, next := range away {
+		reason := outcome[next.dispatch.MessageID]
+		if reason == nil {
+			reason = fmt.Errorf("the write did not account for it: %w", messaging.ErrArrivalUnknown)
+		}
+		h.failed(ctx, next, reason)
+	}
+}
+
+// publishAlone sends one next message on its own.
+func (h *handler[In, Out]) publishAlone(ctx context.Context, next hop) {
+	published := false
+	err := messaging.PublishOnce(ctx, next.key, func() error {
+		_, err := h.writer.Write(ctx, next.dispatch)
+		published = err == nil
+		return err
+	})
+	switch {
+	case err != nil:
+		h.failed(ctx, next, err)
+	case published: // not one published on an earlier run of this batch
+		h.config.monitor.Forwarded(next.pipeline, next.step)
+	}
+}
+
+// landed records a next message the broker confirmed and routed.
+func (h *handler[In, Out]) landed(ctx context.Context, next hop) {
+	_ = messaging.PublishOnce(ctx, next.key, func() error { return nil })
+	h.config.monitor.Forwarded(next.pipeline, next.step)
+}
+
+// failed settles the input of a next message that did not go out: retried
+// with the seed's text, rejected when it can never fit the wire, and held
+// (a panic marked as an outage) when the broker is away.
+func (h *handler[In, Out]) failed(ctx context.Context, next hop, err error) {
+	d, pipeline, step := next.delivery, next.pipeline, next.step
 	var failure error
 	switch h.mode {
 	case modeThen:
@@ -218,7 +328,7 @@ func (h *handler[In, Out]) forward(ctx context.Context, d messaging.Delivery, sl
 	h.config.monitor.ForwardFailed(pipeline, step, failure)
 	switch {
 	case messaging.IsOutage(err):
-		panic(messaging.Outage(failure)) // the broker is away: hold the batch
+		panic(messaging.Outage(failure))
 	case errors.Is(err, messaging.ErrWireLimit):
 		mustSettle(messaging.Reject(ctx, d, messaging.Fatal(failure))) // it will never fit
 	default:

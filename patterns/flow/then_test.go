@@ -196,6 +196,28 @@ func (f *ThenFixture) TestAnOutageHoldsTheBatchWithoutSettling() {
 	f.So(f.settler.order, should.BeEmpty)
 }
 
+func (f *ThenFixture) TestTheHopsOfABatchGoOutInOneWriteAndEachFailureIsItsInputs() {
+	f.writer.failOnce = func(d messaging.Dispatch) error {
+		if d.CausationID == "m1" {
+			return fmt.Errorf("returned: %w", messaging.ErrUnroutable)
+		}
+		return nil
+	}
+	f.So(f.handle(f.handler()), should.BeNil)
+	f.So(f.writer.calls, should.Equal, 1)
+	f.So(f.writer.written, should.HaveLength, 2)
+	f.So(f.settler.order, should.Equal, []string{"m1 retried"})
+	f.So(f.settler.reason("m1"), should.StartWith, "acemq: the work for message m1 is done but the next message did not go out: ")
+	f.So(f.monitor.count("forwarded"), should.Equal, 2)
+	f.So(f.monitor.count("forward_failed"), should.Equal, 1)
+}
+
+func (f *ThenFixture) TestTheSameDeliveryTwiceInABatchHasOneHop() {
+	f.batch[2] = f.batch[0]
+	f.So(f.handle(f.handler()), should.BeNil)
+	f.So(f.writer.written, should.HaveLength, 2)
+}
+
 func (f *ThenFixture) TestAFailedPublishRetriesTheInputWithTheSeedText() {
 	f.writer.fail = fmt.Errorf("publish: %w", messaging.ErrUnroutable)
 	f.So(f.handle(f.handler()), should.BeNil)
@@ -234,9 +256,10 @@ func (f *ThenFixture) TestWithoutASettlerTheBatchFailsFatally() {
 }
 
 // TestABatchRunAgainByRetryPublishesEachHopOnce: m1's step fails with an
-// outage on its first run, so retry runs the whole batch again; m0's hop,
-// published on the first run, is not published again, and m2's publish,
-// which failed with an outage on its first try, is made once more.
+// outage on its first run, so retry runs the whole batch again, nothing
+// published; on the second run the three hops go out in one write, in which
+// m2's arrival is unknown (an outage), so retry runs the batch a third time:
+// m0's and m1's hops, which landed, are not published again, and m2's is.
 func (f *ThenFixture) TestABatchRunAgainByRetryPublishesEachHopOnce() {
 	outages := 1
 	f.step = func(d messaging.Delivery, in order) (invoice, bool, error) {
@@ -248,7 +271,7 @@ func (f *ThenFixture) TestABatchRunAgainByRetryPublishesEachHopOnce() {
 	}
 	f.writer.failOnce = func(d messaging.Dispatch) error {
 		if d.CausationID == "m2" {
-			return messaging.ErrPublishTimeout
+			return messaging.ErrArrivalUnknown
 		}
 		return nil
 	}
@@ -256,7 +279,7 @@ func (f *ThenFixture) TestABatchRunAgainByRetryPublishesEachHopOnce() {
 	h := retry.New(f.handler(), retry.Options.Backoff(time.Millisecond), retry.Options.MaxOutageBackoff(time.Millisecond), retry.Options.Logger(quiet))
 	f.So(f.handle(h), should.BeNil)
 	f.So(f.runs, should.Equal, map[string]int{"m0": 3, "m1": 3, "m2": 2})
-	f.So(f.writer.calls, should.Equal, 4) // m0, m1, m2 (failed), m2
+	f.So(f.writer.calls, should.Equal, 2) // m0, m1 and m2 (which failed), then m2 alone
 	ids := map[string]int{}
 	for _, hop := range f.writer.written {
 		ids[hop.CausationID]++
