@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ func BenchmarkStreamConsume(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = conn.Close()
-	publishTB(b, transport, name, ids("bench", 0, total))
+	publish(b, transport, name, ids("bench", 0, total)...)
 
 	var raw, library time.Duration
 	for b.Loop() {
@@ -102,31 +101,6 @@ func readRaw(b *testing.B, url, stream string, total, prefetch int) {
 			}
 		case <-timeout:
 			b.Fatal("the raw reader stalled")
-		}
-	}
-}
-
-func publishTB(tb testing.TB, transport messaging.Connector, stream string, ids []string) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	conn, err := transport.Connect(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close()
-	writer, err := conn.Writer(ctx)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer writer.Close()
-	for start := 0; start < len(ids); start += 500 {
-		end := min(start+500, len(ids))
-		dispatches := make([]messaging.Dispatch, 0, end-start)
-		for _, id := range ids[start:end] {
-			dispatches = append(dispatches, messaging.Dispatch{RoutingKey: stream, MessageID: id, Payload: []byte(id)})
-		}
-		if n, err := writer.Write(ctx, dispatches...); err != nil || n != len(dispatches) {
-			tb.Fatal(fmt.Errorf("published %d of %d: %w", n, len(dispatches), err))
 		}
 	}
 }

@@ -57,7 +57,7 @@ func deleteQueues(url string, queues ...string) {
 
 // publish appends the messages ids[i] to the stream through the library's
 // confirmed writer.
-func publish(t *testing.T, transport messaging.Connector, stream string, ids ...string) {
+func publish(t testing.TB, transport messaging.Connector, stream string, ids ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -164,4 +164,30 @@ func read(t *testing.T, transport messaging.Connector, stream string, h messagin
 	}
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// parkedCopies takes every message off {stream}.parked (at most 100).
+func parkedCopies(t *testing.T, url, stream string) []amqp.Delivery {
+	t.Helper()
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var copies []amqp.Delivery
+	for range 100 {
+		d, ok, err := ch.Get(stream+".parked", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		copies = append(copies, d)
+	}
+	return copies
 }
