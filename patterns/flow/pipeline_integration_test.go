@@ -84,7 +84,8 @@ func runPipeline(t *testing.T, transport messaging.Connector, name string, total
 		Step("validate", func(ctx context.Context, d messaging.Delivery, in order) (order, bool, error) {
 			book.saw(0, d)
 			return in, true, nil
-		}, StepOptions.Retry(fast), StepOptions.Consumers(4)),
+		}, StepOptions.Retry(fast), StepOptions.Consumers(4),
+			StepOptions.Subscription(streaming.SubscriptionOptions.BatchCapacity(16))),
 		Step("reserve", func(ctx context.Context, d messaging.Delivery, in order) (reservation, bool, error) {
 			select {
 			case <-gate:

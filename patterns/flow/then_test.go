@@ -212,6 +212,16 @@ func (f *ThenFixture) TestTheHopsOfABatchGoOutInOneWriteAndEachFailureIsItsInput
 	f.So(f.monitor.count("forward_failed"), should.Equal, 1)
 }
 
+func (f *ThenFixture) TestAWriteLostWholeHoldsTheBatch() {
+	f.writer.fail = fmt.Errorf("batch writer: commit 3 message(s): %w", messaging.ErrCommitTimeout)
+	value := f.handle(f.handler())
+	err, _ := value.(error)
+	f.So(messaging.IsOutage(err), should.BeTrue)
+	f.So(errors.Is(err, messaging.ErrCommitTimeout), should.BeTrue)
+	f.So(f.settler.order, should.BeEmpty)
+	f.So(f.writer.calls, should.Equal, 1)
+}
+
 func (f *ThenFixture) TestTheSameDeliveryTwiceInABatchHasOneHop() {
 	f.batch[2] = f.batch[0]
 	f.So(f.handle(f.handler()), should.BeNil)
