@@ -49,7 +49,10 @@
 //     messaging.ErrQueueEmpty (Drained).
 //   - RP12 the original is acknowledged only after Writer.Write returned,
 //     which is after the broker confirmed and routed the copy: a crash in
-//     between gives a duplicate, never a loss.
+//     between gives a duplicate, never a loss. Copies are published up to 64
+//     at a time with their confirms awaited together (a round trip per batch,
+//     not per message), and only the originals whose copies landed are
+//     acknowledged.
 //   - RP13 copies are mandatory: an unroutable one stops the pass with
 //     Failed and an error matching messaging.ErrUnroutable (the library's
 //     *messaging.PublishError, not the seed's PublishFailedError); that

@@ -191,8 +191,9 @@ func (f From) copyOf(d messaging.Delivery, now time.Time) messaging.Dispatch {
 //
 // It reads one message at a time with the transport's poll mode (basic.get),
 // as bytes: nothing is decoded, so a body nobody could read moves as it is.
-// Each copy is published mandatory and persistent and the original is
-// acknowledged only after the broker confirmed and routed it: a crash in
+// Each copy is published mandatory and persistent (up to 64 together, their
+// confirms awaited at once) and its original is acknowledged only after the
+// broker confirmed and routed it: a crash in
 // between replays it twice, never zero times. A copy that reaches no queue
 // (or any other failed publish) stops the pass with Reason Failed and an
 // error that wraps the transport's (errors.Is(err, messaging.ErrUnroutable)
@@ -267,23 +268,38 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 				queue, p.result, p.result.Skipped, closeErr)
 		}
 	}()
+	var batch []messaging.Delivery // read, accepted, not yet published
+	flush := func() error {
+		err := p.move(work, stream, writer, batch)
+		batch = batch[:0]
+		return err
+	}
 	for {
-		if p.from.Limit > 0 && p.result.Moved >= p.from.Limit {
+		if p.from.Limit > 0 && p.result.Moved+len(batch) >= p.from.Limit {
+			if err := flush(); err != nil {
+				return p.stopped(ctx, err)
+			}
 			p.result.Reason = Limit
 			return nil
 		}
 		if work.Err() != nil {
-			return p.stopped(ctx, nil)
+			return p.stopped(ctx, nil) // what the batch holds goes back
 		}
 		var d messaging.Delivery
 		if err := stream.Read(work, &d); err != nil {
 			if errors.Is(err, messaging.ErrQueueEmpty) {
+				if err := flush(); err != nil {
+					return p.stopped(ctx, err)
+				}
 				p.result.Reason = Drained
 				return nil
 			}
 			return p.stopped(ctx, fmt.Errorf("replay %s: read: %w", queue, err))
 		}
 		if _, again := p.moved[d.MessageID]; again && d.MessageID != "" {
+			if err := flush(); err != nil {
+				return p.stopped(ctx, err)
+			}
 			return p.stopped(ctx, fmt.Errorf("replay %s: message %s came back to %s after it was moved: the destination routes into the queue being read, so the pass would never drain; it stopped, and the copies it moved are in %s. Name a destination that does not lead back",
 				queue, d.MessageID, queue, queue))
 		}
@@ -298,31 +314,73 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			p.config.each(d, Moved)
 			continue
 		}
-		if err := p.move(work, stream, writer, d); err != nil {
-			return p.stopped(ctx, err)
+		batch = append(batch, d)
+		if len(batch) == pipeline {
+			if err := flush(); err != nil {
+				return p.stopped(ctx, err)
+			}
 		}
 	}
 }
 
-// move publishes d's copy and, once it landed, acknowledges d.
-func (p *pass) move(ctx context.Context, stream messaging.Stream, writer messaging.Writer, d messaging.Delivery) error {
-	copied := p.from.copyOf(d, p.config.now())
-	if _, err := writer.Write(ctx, copied); err != nil {
-		return fmt.Errorf("replay %s: the copy of message %s to %s did not land, so the original was not acknowledged and goes back to %s: %w",
-			p.from.Queue, d.MessageID, destination(copied), p.from.Queue, err)
+// pipeline is how many copies are published together, their confirms
+// awaited at once, before their originals are acknowledged: a round trip per
+// batch rather than per message. Reads stay one message at a time.
+const pipeline = 64
+
+// move publishes the copies of batch together and acknowledges the
+// originals whose copies landed (confirmed and routed). When some did not,
+// the error names the first; their originals stay unacknowledged and go back
+// to the queue when the pass ends.
+func (p *pass) move(ctx context.Context, stream messaging.Stream, writer messaging.Writer, batch []messaging.Delivery) error {
+	if len(batch) == 0 {
+		return nil
 	}
-	if err := stream.Acknowledge(ctx, d); err != nil {
-		// The copy landed: it counts as moved, and the original comes back.
+	now := p.config.now()
+	copies := make([]messaging.Dispatch, len(batch))
+	for i, d := range batch {
+		copies[i] = p.from.copyOf(d, now)
+	}
+	landed := batch
+	_, writeErr := writer.Write(ctx, copies...)
+	failed := -1
+	if writeErr != nil {
+		landed, failed = nil, 0
+		var publishErr *messaging.PublishError
+		if errors.As(writeErr, &publishErr) && len(publishErr.Results) == len(batch) {
+			failed = -1
+			for i, r := range publishErr.Results {
+				if r.Err == nil && r.Confirmed && r.Routed {
+					landed = append(landed, batch[i])
+				} else if failed < 0 {
+					failed = i
+				}
+			}
+		}
+		if failed < 0 {
+			failed = 0
+		}
+	}
+	var ackErr error
+	if len(landed) > 0 {
+		ackErr = stream.Acknowledge(ctx, landed...)
+	}
+	for _, d := range landed {
+		// A copy that landed counts as moved, even when its original could
+		// not be acknowledged and comes back.
 		p.result.Moved++
+		p.moved[d.MessageID] = struct{}{}
 		p.config.monitor.Moved(p.from.Queue)
 		p.config.each(d, Moved)
-		return fmt.Errorf("replay %s: the copy of message %s landed in %s but the original could not be acknowledged, so it goes back to %s and a later pass moves it again (a duplicate): %w",
-			p.from.Queue, d.MessageID, destination(copied), p.from.Queue, err)
 	}
-	p.result.Moved++
-	p.moved[d.MessageID] = struct{}{}
-	p.config.monitor.Moved(p.from.Queue)
-	p.config.each(d, Moved)
+	if writeErr != nil {
+		return fmt.Errorf("replay %s: the copy of message %s to %s did not land, so the original was not acknowledged and goes back to %s (%d of the %d copies published with it landed): %w",
+			p.from.Queue, batch[failed].MessageID, destination(copies[failed]), p.from.Queue, len(landed), len(batch), writeErr)
+	}
+	if ackErr != nil {
+		return fmt.Errorf("replay %s: %d copies landed in %s but their originals could not be acknowledged, so they go back to %s and a later pass moves them again (duplicates): %w",
+			p.from.Queue, len(landed), destination(copies[0]), p.from.Queue, ackErr)
+	}
 	return nil
 }
 
