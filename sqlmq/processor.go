@@ -24,6 +24,10 @@ type processor struct {
 	// Owned by Listen's goroutine:
 	suspects     map[int64]suspect // failures waiting to be counted
 	setAsideRows bool              // rows were set aside: arm the retry timer
+	marks        *marker           // marks confirmed pages while the next is published
+	// cursor is the highest id the current catch-up pass has read; zero
+	// before a pass.
+	cursor int64
 }
 
 // Listen publishes until Close is called or the process context ends: first
@@ -42,6 +46,8 @@ func (p *processor) Listen() {
 	}
 	p.publisher = o.config.newPublisher()
 	defer func() { _ = p.publisher.Close() }()
+	p.marks = startMarker(p)
+	defer p.marks.stop()
 	ctx := o.ctx
 
 	p.recover(ctx)
@@ -171,7 +177,7 @@ func (p *processor) recover(ctx context.Context) {
 // or they were set aside and are due) and publishes it. It reports whether the
 // page was full (so there may be more).
 func (p *processor) sweep(ctx context.Context) bool {
-	found, err := p.claim(ctx, false)
+	found, err := p.claim(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			o := p.outbox
@@ -187,10 +193,22 @@ func (p *processor) sweep(ctx context.Context) bool {
 // channel was full (rows leased to this instance and not on their way), and
 // resumes handoffs when there are none left. False means the table could not
 // be read.
+//
+// A pass reads page after page in id order, each past the last, so it never
+// waits for the marks of the pages before it. A read that finds nothing past
+// the last ends the pass; the next pass starts from the first row once every
+// mark has landed (it catches rows a transaction committed after others with
+// higher ids), and when it finds none, handoffs resume.
 func (p *processor) catchUp(ctx context.Context) bool {
 	o := p.outbox
 	o.beginCatchUp()
-	found, err := p.claim(ctx, true)
+	if p.cursor == 0 {
+		// From the first row, every row of ours still in the table must be
+		// owed: let the marks of the rows published land first.
+		p.marks.flush()
+	}
+	start := p.cursor
+	rows, unreadable, err := o.store.readOwn(ctx, o.config.owner, start, o.config.pageSize, o.config.clock.Now())
 	if err != nil {
 		if ctx.Err() == nil {
 			o.config.logger.Warn(fmt.Sprintf("Unable to read the message(s) committed while the dispatch processor's channel was full [%v]; retrying in [%s].", err, o.config.retry),
@@ -198,21 +216,47 @@ func (p *processor) catchUp(ctx context.Context) bool {
 		}
 		return false
 	}
-	if found == 0 && o.resume() {
+	p.retiredUnreadable(unreadable)
+	for _, r := range rows {
+		p.cursor = max(p.cursor, r.id)
+	}
+	for _, u := range unreadable {
+		p.cursor = max(p.cursor, u.id)
+	}
+	// Rows on their way do not count: a pass from the first row is over
+	// when it finds none left behind.
+	published := p.dispatchNew(ctx, rows) + len(unreadable)
+	switch {
+	case published > 0 || (start > 0 && len(rows) > 0):
+		return true // the pass goes on past the cursor
+	case start > 0:
+		p.cursor = 0 // nothing past the cursor: the next pass starts from the first row
+		return true
+	}
+	p.cursor = 0
+	if o.resume() {
 		o.config.logger.Info("The dispatch processor has published the message(s) committed while its channel was full; commits hand their messages to it again.")
 	}
 	return true
 }
 
-// claim leases a page of rows and publishes those not already on their way
-// through the channel: rows no live instance holds, or (own) the rows leased
-// to this instance. It returns how many rows it found, on their way or not.
-func (p *processor) claim(ctx context.Context, own bool) (int, error) {
+// claim leases a page of rows no live instance holds and publishes those not
+// already on their way through the channel. It returns how many rows it
+// found, on their way or not.
+func (p *processor) claim(ctx context.Context) (int, error) {
 	o := p.outbox
-	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize, own)
+	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize)
 	if err != nil {
 		return 0, err
 	}
+	p.retiredUnreadable(unreadable)
+	p.dispatchNew(ctx, rows)
+	return len(rows) + len(unreadable), nil
+}
+
+// retiredUnreadable reports the rows retired because they cannot be read back.
+func (p *processor) retiredUnreadable(unreadable []unreadableRow) {
+	o := p.outbox
 	for _, u := range unreadable {
 		o.config.logger.Warn(fmt.Sprintf("Retired message [%d]: it cannot be read back from durable storage [%v]; it stays there until an operator fixes and releases it.", u.id, u.err),
 			"id", u.id, "error", u.err)
@@ -220,17 +264,20 @@ func (p *processor) claim(ctx context.Context, own bool) (int, error) {
 	if len(unreadable) > 0 {
 		o.config.monitor.MessageRetired(len(unreadable))
 	}
-	claimed := rows[:0:0]
+}
+
+// dispatchNew publishes the rows read from the table that are not already on
+// their way through the channel, and returns how many it published.
+func (p *processor) dispatchNew(ctx context.Context, rows []row) int {
+	o := p.outbox
+	fresh := rows[:0:0]
 	for _, r := range rows {
-		if !o.isExpected(r.id) { // already on its way through the channel
-			claimed = append(claimed, r)
+		if !o.isExpected(r.id) {
+			fresh = append(fresh, r)
 		}
 	}
-	p.dispatch(ctx, claimed)
-	if own { // rows on their way do not count: the catch-up is over when none is left behind
-		return len(claimed) + len(unreadable), nil
-	}
-	return len(rows) + len(unreadable), nil
+	p.dispatch(ctx, fresh)
+	return len(fresh)
 }
 
 // prune deletes one batch of rows dispatched longer ago than the retention and
@@ -327,7 +374,7 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 	o.config.monitor.MessagePublished(len(group))
 	_, err := p.publisher.Write(ctx, dispatches...)
 	if err == nil {
-		p.settle(ctx, group)
+		p.marks.mark(ctx, group)
 		p.countSuspects(ctx)
 		return nil, nil
 	}
@@ -338,7 +385,7 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 			landed = append(landed, r)
 		}
 	}
-	p.settle(ctx, landed)
+	p.marks.mark(ctx, landed)
 	if unreachable(ctx, err) || !isolable(err) {
 		for i, r := range group {
 			if outcomes[i].verdict != confirmed {

@@ -37,15 +37,15 @@ func (s *store) q(query string) string {
 
 const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 
-// claim leases up to limit undispatched, unretired rows to owner and returns
-// them in id order: rows no instance holds (no lease, or one that has run out:
-// an instance died, or the row was set aside and is due), or, when own, the
-// rows already leased to owner (those a handoff left in the table).
+// claim leases up to limit undispatched, unretired rows no instance holds (no
+// lease, or one that has run out: an instance died, or the row was set aside
+// and is due) to owner and returns them in id order, each with the lease it
+// now holds.
 //
 // A row that cannot be read back into a dispatch is retired in the same
 // transaction and returned in unreadable, so it never holds up the rows behind
 // it.
-func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int, own bool) (rows []row, unreadable []unreadableRow, err error) {
+func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
 	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	if s.dialect == SQLite {
 		options = nil
@@ -60,9 +60,6 @@ func (s *store) claim(ctx context.Context, owner string, now time.Time, lease ti
 		}
 	}()
 	condition, arg := " AND (lease_until_us IS NULL OR lease_until_us <= ?)", any(micros(now))
-	if own {
-		condition, arg = " AND lease_owner = ?", owner
-	}
 	var ids []int64
 	if s.dialect == SQLite {
 		ids, err = s.queryIDs(ctx, tx, "UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN (SELECT id FROM {t} WHERE "+
@@ -93,7 +90,66 @@ func (s *store) claim(ctx context.Context, owner string, now time.Time, lease ti
 	if err = tx.Commit(); err != nil {
 		return nil, nil, fmt.Errorf("sqlmq: commit the claim of %d outbox row(s): %w", len(ids), err)
 	}
+	for i := range rows {
+		rows[i].leaseUntil = now.Add(lease)
+	}
 	return rows, unreadable, nil
+}
+
+// readOwn reads up to limit rows leased to owner and waiting to be published,
+// with ids above after, in id order, each with the lease stored for it: the
+// rows this instance's commits left in the table while its processor's
+// channel was full. It neither locks nor writes: no other instance takes a
+// row while its lease runs, and the processor renews a lease that is running
+// out before it publishes the row (which also drops the rows another
+// instance took after their lease expired). A row that cannot be read back
+// is retired at once, so it never holds up the rows behind it.
+func (s *store) readOwn(ctx context.Context, owner string, after int64, limit int, now time.Time) ([]row, []unreadableRow, error) {
+	result, err := s.db.QueryContext(ctx, s.q("SELECT "+selectColumns+", lease_until_us FROM {t} WHERE "+pendingCondition+
+		" AND lease_owner = ? AND id > ? ORDER BY id LIMIT ?"), owner, after, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlmq: read the outbox rows leased to %s: %w", owner, err)
+	}
+	defer func() { _ = result.Close() }()
+	var rows []row
+	var unreadable []unreadableRow
+	for result.Next() {
+		var until sql.NullInt64
+		r, err := scanRow(leaseScanner{result, &until})
+		var u unreadableRow
+		switch {
+		case errors.As(err, &u):
+			unreadable = append(unreadable, u)
+		case err != nil:
+			return nil, nil, err
+		default:
+			if until.Valid {
+				r.leaseUntil = fromMicros(until.Int64)
+			}
+			rows = append(rows, r)
+		}
+	}
+	if err := result.Err(); err != nil {
+		return nil, nil, fmt.Errorf("sqlmq: read the outbox rows leased to %s: %w", owner, err)
+	}
+	_ = result.Close()
+	for _, u := range unreadable {
+		if _, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET retired_us = ?, last_error = ? WHERE id = ? AND "+pendingCondition),
+			micros(now), truncate(u.Error()), u.id); err != nil {
+			return nil, nil, fmt.Errorf("sqlmq: retire unreadable outbox row %d: %w", u.id, err)
+		}
+	}
+	return rows, unreadable, nil
+}
+
+// leaseScanner scans a row and, after its columns, its lease.
+type leaseScanner struct {
+	scanner
+	until *sql.NullInt64
+}
+
+func (l leaseScanner) Scan(dest ...any) error {
+	return l.scanner.Scan(append(dest, l.until)...)
 }
 
 type querier interface {

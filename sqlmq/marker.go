@@ -1,0 +1,62 @@
+package sqlmq
+
+import (
+	"context"
+	"sync"
+)
+
+// marker marks confirmed pages dispatched on a goroutine of its own, so the
+// processor reads and publishes the next page while the UPDATE of the
+// previous one runs. At most one page waits behind the one being marked:
+// past that, handing over a page waits, so memory and the rows on their way
+// stay bounded. A page's rows stay on their way (expected) until their mark
+// has landed, so no read of the table publishes them again meanwhile.
+type marker struct {
+	p       *processor
+	pages   chan markJob
+	pending sync.WaitGroup // pages handed over and not yet marked
+	stopped chan struct{}
+}
+
+type markJob struct {
+	ctx  context.Context
+	rows []row
+}
+
+// startMarker starts the marking goroutine; stop ends it.
+func startMarker(p *processor) *marker {
+	m := &marker{p: p, pages: make(chan markJob, 1), stopped: make(chan struct{})}
+	go m.run()
+	return m
+}
+
+func (m *marker) run() {
+	defer close(m.stopped)
+	for job := range m.pages {
+		m.p.settle(job.ctx, job.rows)
+		m.pending.Done()
+	}
+}
+
+// mark hands confirmed rows over to be marked dispatched. It waits only
+// while another page is already waiting behind the one being marked.
+func (m *marker) mark(ctx context.Context, rows []row) {
+	if len(rows) == 0 {
+		return
+	}
+	m.pending.Add(1)
+	m.pages <- markJob{ctx: ctx, rows: rows}
+}
+
+// flush waits until every page handed over has been marked (or given up on
+// because the context ended: then its rows are published again later).
+func (m *marker) flush() { m.pending.Wait() }
+
+// stop marks what was handed over and ends the goroutine. Each page's first
+// attempt runs even after the context ended (bounded by markTimeout): the
+// broker has those messages, and marking them now saves publishing them again
+// at the next start.
+func (m *marker) stop() {
+	close(m.pages)
+	<-m.stopped
+}
