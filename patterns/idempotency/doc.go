@@ -72,6 +72,23 @@
 //     failed claim, Confirm or Release in the transaction panics, so the batch
 //     rolls back. New keeps the gap stated above.
 //
+// Rows of the SQL section (SQ1-SQ7) for this store (the schema registry's are
+// its own package's):
+//
+//   - SQ1 DB is ExecContext and QueryRowContext, so *sql.DB, *sql.Conn and
+//     *sql.Tx all serve (QueryContext is not needed).
+//   - SQ2 SQLStore.Schema returns the DDL and never runs it.
+//   - SQ3, SQ4 placeholders through sqlmq.Dialect.Rebind; insert-unless-there
+//     is ON CONFLICT DO NOTHING (PostgreSQL, SQLite) or ON DUPLICATE KEY
+//     UPDATE on MySQL, where `key` is quoted, times are DATETIME(6) and the
+//     index is inline.
+//   - SQ5 DefaultTable "acemq_idempotency", StoreOptions.Table.
+//   - SQ6 the table (key, handled_at, confirmed) and its handled_at index,
+//     from Schema rather than three .sql files; the pre-0.8 migration is in
+//     Schema's documentation.
+//   - SQ7 tests on MariaDB, PostgreSQL and SQLite (the local services), for
+//     the store, New over RabbitMQ and InTransaction.
+//
 // Batches: keys are claimed per delivery; the inner handler gets the claimed
 // messages only, with messaging.WithDeliveries aligned to them; messages found
 // in progress are put back one after another once the claimed ones ran (each
