@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Requester sends requests of type Req to one address and waits for replies
@@ -336,7 +337,7 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 			return response, got.err
 		}
 		if _, failed := got.delivery.Headers[HeaderError]; failed {
-			return response, &ResponderError{Text: headerText(got.delivery.Headers[HeaderError])}
+			return response, &ResponderError{Text: errorText(got.delivery.Headers[HeaderError])}
 		}
 		if err := r.config.deserializer.Deserialize(got.delivery.Payload, &response); err != nil {
 			return response, fmt.Errorf("acemq: the reply to %q (correlation %s) does not decode: %w", routingKey, correlation, err)
@@ -422,15 +423,11 @@ func staleConnection(err error) bool {
 	return err != nil && errors.Is(err, messaging.ErrClosed) && !errors.Is(err, messaging.ErrArrivalUnknown)
 }
 
-// headerText reads an acemq-error value: a string, or bytes from a client
-// that writes strings as byte arrays.
-func headerText(value any) string {
-	switch v := value.(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	default:
-		return fmt.Sprint(v)
+// errorText reads an acemq-error value: a string, or bytes from a client that
+// writes strings as byte arrays; anything else as it prints.
+func errorText(value any) string {
+	if text := wire.Text(value); text != "" || value == nil {
+		return text
 	}
+	return fmt.Sprint(value)
 }

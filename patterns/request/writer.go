@@ -7,26 +7,27 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redial"
 )
 
 // sharedWriter publishes requests (or replies) for many goroutines at once on
 // one connection and one confirm-mode writer, which pipelines them: a caller
 // waits for its own confirm, not behind every other caller's as it would on a
-// batch.Writer, which serialises whole calls. After an error that may have
-// broken the channel or connection it drops both, and the next call dials
-// again; an error that leaves them healthy keeps them.
+// batch.Writer, which serialises whole calls. The connection is kept by a
+// redial.Link; after an error that may have broken the channel or connection
+// both are dropped, and the next call dials again; an error that leaves them
+// healthy keeps them.
 type sharedWriter struct {
-	connector messaging.Connector
-	name      string
+	link *redial.Link
+	name string
 
 	mu         sync.Mutex
 	connection messaging.Connection
 	writer     messaging.Writer
-	closed     bool
 }
 
 func newSharedWriter(connector messaging.Connector, name string) *sharedWriter {
-	return &sharedWriter{connector: connector, name: name}
+	return &sharedWriter{link: redial.New(connector, name), name: name}
 }
 
 // Write publishes dispatches on the kept writer, dialling one first when
@@ -48,19 +49,16 @@ func (w *sharedWriter) Write(ctx context.Context, dispatches ...messaging.Dispat
 func (w *sharedWriter) acquire(ctx context.Context) (messaging.Connection, messaging.Writer, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return nil, nil, fmt.Errorf("%s: %w", w.name, messaging.ErrClosed)
-	}
-	if w.writer != nil {
-		return w.connection, w.writer, nil
-	}
-	connection, err := w.connector.Connect(ctx)
+	connection, err := w.link.Connection(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: connect: %w", w.name, err)
+		return nil, nil, err
+	}
+	if w.writer != nil && w.connection == connection {
+		return connection, w.writer, nil
 	}
 	writer, err := connection.Writer(ctx)
 	if err != nil {
-		_ = connection.Close()
+		w.link.Discard(connection)
 		return nil, nil, fmt.Errorf("%s: open a writer: %w", w.name, err)
 	}
 	w.connection, w.writer = connection, writer
@@ -78,26 +76,23 @@ func (w *sharedWriter) discard(connection messaging.Connection, writer messaging
 	w.connection, w.writer = nil, nil
 	w.mu.Unlock()
 	_ = writer.Close()
-	_ = connection.Close()
+	w.link.Discard(connection)
 }
 
 // Close closes what is kept and refuses later calls with messaging.ErrClosed.
 // Closing the connection under calls in flight makes them return.
 func (w *sharedWriter) Close() error {
 	w.mu.Lock()
-	connection, writer := w.connection, w.writer
-	w.connection, w.writer, w.closed = nil, nil, true
+	writer := w.writer
+	w.connection, w.writer = nil, nil
 	w.mu.Unlock()
-	if writer == nil {
-		return nil
-	}
 	var errs []error
-	if err := writer.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
-		errs = append(errs, err)
+	if writer != nil {
+		if err := writer.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
+			errs = append(errs, err)
+		}
 	}
-	if err := connection.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
-		errs = append(errs, err)
-	}
+	errs = append(errs, w.link.Close())
 	return errors.Join(errs...)
 }
 
