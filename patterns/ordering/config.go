@@ -16,7 +16,7 @@ type Option = option
 // DefaultArrivalWindow is how long a delivery waits for the earlier
 // deliveries of its stream that another worker took first but has not yet
 // handed to ordering.
-const DefaultArrivalWindow = 20 * time.Millisecond
+const DefaultArrivalWindow = 100 * time.Millisecond
 
 type config struct {
 	window  time.Duration
@@ -41,7 +41,7 @@ func newConfig(options []option) config {
 
 // ArrivalWindow bounds how long a delivery waits for earlier deliveries of
 // its stream (lower delivery tags) to reach ordering (default
-// DefaultArrivalWindow, 20 ms; zero or negative means the default). Workers
+// DefaultArrivalWindow, 100 ms; zero or negative means the default). Workers
 // take deliveries in order but reach the handler in any order; the window
 // lets the earlier one claim its key first. A delivery that never arrives (set
 // aside before the handler, filtered) costs the ones after it this wait once.

@@ -11,7 +11,7 @@
 // every one of its lines, and hands them on when it returns or panics. Lines
 // are filled in the order the stream delivered (by delivery tag): workers take
 // deliveries in order but can reach the handler in any order, so a batch
-// waits, at most Options.ArrivalWindow (20 ms), for the lower tags of its
+// waits, at most Options.ArrivalWindow (100 ms), for the lower tags of its
 // stream to arrive before it takes its place. A key with nothing in its line
 // is forgotten, so memory follows what is in flight, not what was ever seen.
 //
@@ -37,7 +37,9 @@
 //     key. A delivery set aside before the handler (undecodable) or filtered
 //     never arrives, and costs the next one the arrival window; after a
 //     reconnect the tags start again at 1, and the first ones of the new
-//     channel are taken in arrival order.
+//     channel are taken in arrival order. A worker that takes longer than
+//     the window to reach the handler (starved of CPU) can be overtaken;
+//     Monitor.GapSkipped reports each window that ran out.
 //   - OR7 PartitionedRoutingKey(base, key, n) is "{base}.{Partition}".
 //   - OR8 Partition(key, n): FNV-1a 32 of the key's bytes mod n; n <= 1 is 0.
 //
