@@ -144,7 +144,9 @@ func TestBrokerErrorReplyArrivesAtOnceAndTimeoutIsItsOwnError(t *testing.T) {
 		t.Errorf("%d requests in %s.dlq after the error reply; want 1", dead, queue)
 	}
 
-	impatient, err := NewRequester[priceRequest, priceResponse](ctx, rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet)), "", queue,
+	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
+	defer transport.Close()
+	impatient, err := NewRequester[priceRequest, priceResponse](ctx, transport, "", queue,
 		Options.Timeout(300*time.Millisecond), Options.Logger(quiet))
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +191,7 @@ func waitForMessages(t *testing.T, url, queue string, want int) int {
 // request the requester sends carries both, to the same queue.
 func TestBrokerWriteBothReadEither(t *testing.T) {
 	url := testenv.Broker(t)
-	requester, _, queue := brokerPair(t, url, price)
+	_, _, queue := brokerPair(t, url, price)
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +275,6 @@ func TestBrokerWriteBothReadEither(t *testing.T) {
 	if sent.CorrelationId == "" {
 		t.Error("the request carries no correlation id")
 	}
-	_ = requester
 }
 
 // TestBrokerRequestsSurviveCloseAllConnections: rabbitmqctl
