@@ -29,8 +29,8 @@ func TestAFirstReaderResumesAfterEachDroppedConnection(t *testing.T) {
 	t.Logf("published in %v", time.Since(began))
 
 	drops := map[int]bool{2000: true, 5000: true, 8000: true}
-	held := make(chan struct{})
-	release := make(chan struct{})
+	held := make(chan struct{}, len(drops))    // buffered: the handler never waits to say it holds
+	release := make(chan struct{}, len(drops)) // buffered: the test never waits on a handler that gave up
 	var (
 		mu      sync.Mutex
 		handled = map[string]int{}
