@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +262,81 @@ func TestTailPrintsFromAnOffsetAndSetsNothingAside(t *testing.T) {
 	declarer, _ := messaging.As[messaging.Declarer](conn)
 	if _, err := declarer.InspectQueue(ctx, stream+".dlq"); !errors.Is(err, messaging.ErrNotFound) {
 		t.Fatalf("tail declared %s.dlq: %v", stream, err)
+	}
+}
+
+// recordingConnector records the StreamConfig of every stream opened through
+// it, beneath Read.
+type recordingConnector struct {
+	messaging.Connector
+	mu      sync.Mutex
+	configs []messaging.StreamConfig
+}
+
+func (c *recordingConnector) Connect(ctx context.Context) (messaging.Connection, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return recordingConnection{Connection: conn, c: c}, nil
+}
+
+type recordingConnection struct {
+	messaging.Connection
+	c *recordingConnector
+}
+
+func (r recordingConnection) Unwrap() messaging.Connection { return r.Connection }
+
+func (r recordingConnection) Reader(ctx context.Context) (messaging.Reader, error) {
+	reader, err := r.Connection.Reader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return recordingReader{Reader: reader, c: r.c}, nil
+}
+
+type recordingReader struct {
+	messaging.Reader
+	c *recordingConnector
+}
+
+func (r recordingReader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
+	r.c.mu.Lock()
+	r.c.configs = append(r.c.configs, config)
+	r.c.mu.Unlock()
+	return r.Reader.Stream(ctx, config)
+}
+
+// TestReadDeclaresOnlyTheSetAsideQueuesAndStatesEverythingItSends: the
+// stream is consumed without being declared (the set-aside queues are), with
+// x-stream-offset next when nothing is stated, prefetch 10 and the exact tag.
+func TestReadDeclaresOnlyTheSetAsideQueuesAndStatesEverythingItSends(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "config", Retention{MaxAge: time.Hour})
+	recorder := &recordingConnector{Connector: transport}
+	read(t, recorder, stream, newSeen().handler(), Options.Name(stream+"-a"))
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	if len(recorder.configs) != 1 {
+		t.Fatalf("%d streams opened", len(recorder.configs))
+	}
+	got := recorder.configs[0]
+	if got.EstablishTopology || !got.DeadLetters || got.BufferCapacity != DefaultPrefetch ||
+		got.ConsumerName != stream+"-a" || !got.ExactConsumerTag ||
+		len(got.ConsumerArguments) != 1 || got.ConsumerArguments[OffsetArgument] != "next" {
+		t.Fatalf("the stream was opened with %+v", got)
+	}
+	conn, err := transport.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	for _, q := range []string{stream + ".dlq", stream + ".parked"} {
+		if _, err := declarer.InspectQueue(context.Background(), q); err != nil {
+			t.Fatalf("%s was not declared: %v", q, err)
+		}
 	}
 }
