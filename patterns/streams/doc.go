@@ -65,9 +65,12 @@
 //   - ST26, ST27 stopping without checkpointing, and replaying a .dlq back
 //     onto a stream, are in the docs.
 //   - ST28 broker tests on the local RabbitMQ: two readers, exact offset,
-//     timestamp, next, Retry parks one copy and the stream still holds 100,
-//     10,000 messages across three close_all_connections, the checkpoint
-//     restart, 7D and the precondition failure on redeclaring.
+//     timestamp, next, what Read sends and declares, Retry parks one copy and
+//     the stream still holds 100, InProgress parked, 10,000 messages across
+//     three close_all_connections, the checkpoint restart, 7D and the
+//     precondition failures on redeclaring (another age, classic), a missing
+//     stream (ErrNotFound), Tail. BenchmarkStreamConsume reads one stream
+//     through the raw client and through Read in each round.
 //   - ST29 one messaging.Handler; the refusal happens at the verb.
 //   - ST30 the docs say what a stream is for and not for.
 //
