@@ -59,19 +59,20 @@ func (t *Tracing) process(ctx context.Context, deliveries []messaging.Delivery, 
 	if len(deliveries) > 0 {
 		queue = deliveries[0].SourceQueue
 	}
-	attributes := []attribute.KeyValue{
+	attributes := make([]attribute.KeyValue, 0, 9)
+	attributes = append(attributes,
 		systemRabbitMQ,
 		keyOperationType.String("process"),
 		keyOperationName.String("process"),
 		keyDestination.String(queue),
-	}
+	)
 	if len(deliveries) == 1 {
-		attributes = append(attributes, messageAttributes(deliveries[0])...)
+		attributes = appendMessageAttributes(attributes, deliveries[0])
 	} else {
 		attributes = append(attributes, keyBatchCount.Int(count))
 	}
-	options := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-
+	options := make([]trace.SpanStartOption, 0, 4)
+	options = append(options, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attributes...))
 	parent, links := t.parentOf(deliveries)
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
@@ -81,7 +82,6 @@ func (t *Tracing) process(ctx context.Context, deliveries []messaging.Delivery, 
 	if len(links) > 0 {
 		options = append(options, trace.WithLinks(links...))
 	}
-	options = append(options, trace.WithAttributes(attributes...))
 	return t.tracer.Start(ctx, spanName(queue, "process"), options...)
 }
 
@@ -168,12 +168,13 @@ func eventOf(verdict messaging.Verdict) (event, outcome string) {
 	}
 }
 
-func messageAttributes(delivery messaging.Delivery) []attribute.KeyValue {
-	attributes := []attribute.KeyValue{
+// appendMessageAttributes appends what a batch of one says about its message.
+func appendMessageAttributes(attributes []attribute.KeyValue, delivery messaging.Delivery) []attribute.KeyValue {
+	attributes = append(attributes,
 		keyMessageID.String(delivery.MessageID),
 		keyRoutingKey.String(delivery.RoutingKey),
 		keyAttempt.Int(delivery.Attempt),
-	}
+	)
 	if delivery.CorrelationID != "" {
 		attributes = append(attributes, keyConversation.String(delivery.CorrelationID))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -131,22 +132,22 @@ func (t *Tracing) produce(ctx context.Context, op operation, dispatch messaging.
 	if destination == "" {
 		destination = dispatch.RoutingKey
 	}
-	options := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(
-			systemRabbitMQ,
-			keyOperationType.String(op.kind),
-			keyOperationName.String(op.verb),
-			keyDestination.String(destination),
-			keyRoutingKey.String(dispatch.RoutingKey),
-		),
-	}
+	attributes := make([]attribute.KeyValue, 0, 7)
+	attributes = append(attributes,
+		systemRabbitMQ,
+		keyOperationType.String(op.kind),
+		keyOperationName.String(op.verb),
+		keyDestination.String(destination),
+		keyRoutingKey.String(dispatch.RoutingKey),
+	)
 	if dispatch.MessageID != "" {
-		options = append(options, trace.WithAttributes(keyMessageID.String(dispatch.MessageID)))
+		attributes = append(attributes, keyMessageID.String(dispatch.MessageID))
 	}
 	if dispatch.MessageType != "" {
-		options = append(options, trace.WithAttributes(keyMessageType.String(dispatch.MessageType)))
+		attributes = append(attributes, keyMessageType.String(dispatch.MessageType))
 	}
+	options := make([]trace.SpanStartOption, 0, 3)
+	options = append(options, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attributes...))
 	parent := ctx
 	if stored := t.remote(dispatch.Headers); stored.IsValid() {
 		if trace.SpanContextFromContext(ctx).IsValid() {
