@@ -17,7 +17,9 @@ import (
 var took = regexp.MustCompile(` took=\S+`)
 
 // The seed's chain under the streaming runtime, first named outermost:
-// logging records what recovery and the timeout decided.
+// logging records what recovery and the timeout decided; the message that
+// outlived the timeout is handled again, on its second attempt, after the
+// ones queued behind it.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -26,16 +28,13 @@ func Example() {
 
 	var mu sync.Mutex
 	var lines []string
-	logged := make(chan struct{}, 3)
+	logged := make(chan struct{}, 4)
 	printf := func(format string, args ...any) {
 		line := fmt.Sprintf(format, args...)
 		mu.Lock()
 		lines = append(lines, took.ReplaceAllString(line, "")) // without the time
 		mu.Unlock()
-		select {
-		case logged <- struct{}{}:
-		default: // the retried copy's line, after the three awaited
-		}
+		logged <- struct{}{}
 	}
 	handle := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
 		switch d := messaging.DeliveriesFrom(ctx)[0]; d.MessageID {
@@ -66,7 +65,7 @@ func Example() {
 			panic(err)
 		}
 	}
-	for range 3 {
+	for range 4 {
 		select {
 		case <-logged:
 		case <-ctx.Done():
@@ -82,4 +81,5 @@ func Example() {
 	// acemq fine type=order.placed attempt=1 accepted
 	// acemq slow type=order.placed attempt=1 retried
 	// acemq broken type=order.placed attempt=1 rejected: the handler rejected it: acemq: the handler panicked on message broken: nil map
+	// acemq slow type=order.placed attempt=2 accepted
 }
