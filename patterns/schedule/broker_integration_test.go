@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -260,5 +261,17 @@ func TestTheLadderOnRabbitMQ(t *testing.T) {
 	report, err := Topology().Check(ctx, declarer)
 	if err != nil || !report.Healthy() {
 		t.Fatalf("the broker does not hold the plan (%v):\n%s", err, report)
+	}
+
+	// A hop to deleted rungs: In returns the error and nothing hopped.
+	for _, ttl := range []time.Duration{time.Minute, 10 * time.Second, time.Second} {
+		if err := declarer.DeleteQueue(ctx, RungName(ttl)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hops := s.Hops()
+	err = s.In(ctx, 70*time.Second, messaging.Dispatch{RoutingKey: target, MessageID: "nowhere"})
+	if !errors.Is(err, messaging.ErrUnroutable) || s.Hops() != hops || s.Scheduled() != uint64(len(ids)+1) {
+		t.Fatalf("a hop to deleted rungs: %v, hops %d then %d", err, hops, s.Hops())
 	}
 }
