@@ -290,20 +290,23 @@ func (s *Scheduler) control(ctx context.Context, d messaging.Delivery) error {
 		err := messaging.PublishOnce(ctx, key+":again", func() error { return s.hop(ctx, m, rungsFor(loopRung)) })
 		return s.settle(ctx, d, err)
 	}
-	return messaging.Outage(fmt.Errorf("schedule: deliver message %s to %s: %w", m.id, target(m), err))
+	return s.settle(ctx, d, fmt.Errorf("schedule: deliver message %s to %s: %w", m.id, target(m), err))
 }
 
-// settle turns a hop's outcome into the delivery's: nothing to do when it
-// landed, set aside when no rung took it, unacknowledged (an outage) when the
-// broker could not be asked.
+// settle turns a publish's outcome into the delivery's: nothing to do when
+// it landed; unacknowledged, for the broker to redeliver, when the broker
+// could not be asked (messaging.IsOutage) or the handler's context ended; set aside with the reason
+// otherwise (no rung took it, the broker refused it).
 func (s *Scheduler) settle(ctx context.Context, d messaging.Delivery, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case unrouted(err):
-		return s.setAside(ctx, d, err)
+	case messaging.IsOutage(err) || ctx.Err() != nil:
+		// Marked as an outage so the runtime neither spends an attempt nor
+		// sets it aside: a shutdown must not move it to the dead-letter queue.
+		return messaging.Outage(err)
 	}
-	return messaging.Outage(err)
+	return s.setAside(ctx, d, err)
 }
 
 // setAside puts d on acemq.schedule.due.dlq with reason.
