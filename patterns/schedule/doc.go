@@ -71,7 +71,9 @@
 //     (DeadLetters), as the Go library does and the other four do not;
 //     Topology leaves them out, as the shared contract does.
 //
-// An outage (the broker unreachable mid-hop) leaves the control message
-// unacknowledged for the broker to redeliver: nothing is dropped, and a hop
-// that landed before the outage may be repeated (at least once).
+// An outage (the broker unreachable mid-hop) or a shutdown leaves the control
+// message unacknowledged for the broker to redeliver: nothing is dropped, and
+// a hop that landed before it may be repeated (at least once). A publish the
+// broker refuses for another reason is set aside on acemq.schedule.due.dlq
+// with the reason.
 package schedule
