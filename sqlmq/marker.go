@@ -2,21 +2,29 @@ package sqlmq
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
 // marker marks confirmed pages dispatched on a goroutine of its own, so the
 // processor reads and publishes the next page while the UPDATE of the
-// previous one runs. At most one page waits behind the one being marked:
-// past that, handing over a page waits, so memory and the rows on their way
-// stay bounded. A page's rows stay on their way (expected) until their mark
-// has landed, so no read of the table publishes them again meanwhile.
+// previous one runs. Pages handed over while an UPDATE runs are marked
+// together by the next one, up to PageSize rows (the size every other
+// statement of the outbox keeps to), so under a stream of small commits the
+// relay's marks do not add a database commit per published batch. At most
+// markQueue pages wait: past that, handing over a page waits, so memory and
+// the rows on their way stay bounded. A page's rows stay on their way
+// (expected) until their mark has landed, so no read of the table publishes
+// them again meanwhile.
 type marker struct {
 	p       *processor
 	pages   chan markJob
 	pending sync.WaitGroup // pages handed over and not yet marked
 	stopped chan struct{}
 }
+
+// markQueue is how many confirmed pages may wait for their mark.
+const markQueue = 8
 
 type markJob struct {
 	ctx  context.Context
@@ -25,21 +33,49 @@ type markJob struct {
 
 // startMarker starts the marking goroutine; stop ends it.
 func startMarker(p *processor) *marker {
-	m := &marker{p: p, pages: make(chan markJob, 1), stopped: make(chan struct{})}
+	m := &marker{p: p, pages: make(chan markJob, markQueue), stopped: make(chan struct{})}
 	go m.run()
 	return m
 }
 
 func (m *marker) run() {
 	defer close(m.stopped)
-	for job := range m.pages {
-		m.p.settle(job.ctx, job.rows)
-		m.pending.Done()
+	limit := m.p.outbox.config.pageSize
+	var carried *markJob
+	for {
+		job, ok := markJob{}, true
+		if carried != nil {
+			job, carried = *carried, nil
+		} else if job, ok = <-m.pages; !ok {
+			return
+		}
+		rows, jobs := job.rows, 1
+	gather:
+		for len(rows) < limit {
+			select {
+			case next, open := <-m.pages:
+				if !open {
+					break gather
+				}
+				if len(rows)+len(next.rows) > limit {
+					carried = &next
+					break gather
+				}
+				rows = slices.Concat(rows, next.rows)
+				jobs++
+			default:
+				break gather
+			}
+		}
+		m.p.settle(job.ctx, rows)
+		for range jobs {
+			m.pending.Done()
+		}
 	}
 }
 
 // mark hands confirmed rows over to be marked dispatched. It waits only
-// while another page is already waiting behind the one being marked.
+// while markQueue pages are already waiting.
 func (m *marker) mark(ctx context.Context, rows []row) {
 	if len(rows) == 0 {
 		return

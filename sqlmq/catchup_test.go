@@ -1,0 +1,48 @@
+package sqlmq
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/smarty/assertions/should"
+	"github.com/smarty/gunit"
+)
+
+func TestCatchUpFixture(t *testing.T) {
+	gunit.Run(new(CatchUpFixture), t)
+}
+
+// The catch-up reads the rows left in the table page after page, each past
+// the last; before handoffs resume it reads once more from the first row, so
+// a row a transaction committed after the pass went past its id is published
+// too.
+type CatchUpFixture struct {
+	*gunit.Fixture
+}
+
+func (f *CatchUpFixture) TestARowCommittedBelowTheCursorIsPublishedBeforeHandoffsResume() {
+	db := openSQLite(tb(f))
+	h := newHarness(tb(f), db, Options.ChannelBufferCapacity(1), Options.PageSize(1))
+	f.So(h.Commit(message("a")), should.BeNil)   // id 1, in the channel
+	f.So(h.Commit(message("gap")), should.BeNil) // id 2, left in the table
+	_, err := db.Exec("DELETE FROM Messages WHERE message_id = 'gap'")
+	f.So(err, should.BeNil)
+	f.So(h.Commit(messages("c", "d")...), should.BeNil) // ids 3 and 4, in the table
+
+	h.publisher.gate = make(chan struct{})
+	h.Listen()
+	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"a"})
+	h.publisher.gate <- struct{}{}
+	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"c"}) // the pass is past id 3
+
+	// Row 2 commits late, below the cursor, leased to this instance like c.
+	rest := strings.TrimPrefix(columns, "message_id, ")
+	_, err = db.Exec("INSERT INTO Messages (id, " + columns + ", lease_owner, lease_until_us) SELECT 2, 'late', " + rest +
+		", lease_owner, lease_until_us FROM Messages WHERE message_id = 'c'")
+	f.So(err, should.BeNil)
+	close(h.publisher.gate)
+	h.monitor.AwaitConfirmed(tb(f), 4)
+	h.log.Await(tb(f), "commits hand their messages to it again")
+	f.So(h.publisher.Published(), should.Equal, []string{"a", "c", "d", "late"})
+	f.So(h.count("dispatched_us IS NULL"), should.Equal, 0)
+}
