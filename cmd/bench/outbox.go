@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,11 +22,14 @@ import (
 const outboxDrainLimit = time.Minute
 
 // outboxScenario: messages committed in MariaDB transactions through the sqlmq
-// outbox, its dispatcher publishing them, against the same work done by hand.
-// The tables live for one run of the bench and are dropped at its end.
+// outbox, its dispatcher publishing them, against the same work done by hand:
+// the plain baselines (publish after each commit; a bare insert) and the
+// strong one (a hand-written relay running beside the commits, one multi-row
+// INSERT per transaction). The tables live for one run of the bench and are
+// dropped at its end.
 func outboxScenario(s settings) scenario {
 	suffix := strings.ReplaceAll(messaging.NewID()[:8], "-", "")
-	outboxTable, plainTable := "bench_outbox_"+suffix, "bench_plain_"+suffix
+	outboxTable, plainTable, strongTable := "bench_outbox_"+suffix, "bench_plain_"+suffix, "bench_strong_"+suffix
 	body := make([]byte, s.size)
 	var db *sql.DB // opened by setup, before any side runs
 	setup := func(ctx context.Context) (func(), error) {
@@ -40,41 +44,115 @@ func outboxScenario(s settings) scenario {
 			release()
 			return nil, err
 		}
-		if err := createTables(ctx, opened, outboxTable, plainTable); err != nil {
-			dropTables(opened, outboxTable, plainTable)
+		err = createTables(ctx, opened, outboxTable, plainTable)
+		if err == nil {
+			err = createStrongTable(ctx, opened, strongTable)
+		}
+		if err != nil {
+			dropTables(opened, outboxTable, plainTable, strongTable)
 			_ = opened.Close()
 			release()
 			return nil, err
 		}
 		db = opened
 		return func() {
-			dropTables(opened, outboxTable, plainTable)
+			dropTables(opened, outboxTable, plainTable, strongTable)
 			_ = opened.Close()
 			release()
 		}, nil
+	}
+	// rounds keeps every run of the outbox sides, for the medians.
+	rounds := map[string][]outboxRun{}
+	kept := func(name string, r func(ctx context.Context, queue string) (outboxRun, error)) run {
+		return func(ctx context.Context, queue string) (measurement, error) {
+			m, err := r(ctx, queue)
+			if err == nil {
+				rounds[name] = append(rounds[name], m)
+			}
+			return m.measurement, err
+		}
+	}
+	plain := func(name string, r run) run {
+		return kept(name, func(ctx context.Context, queue string) (outboxRun, error) {
+			m, err := r(ctx, queue)
+			return outboxRun{measurement: m, commitRate: m.rate()}, err
+		})
 	}
 	return scenario{
 		name:  "outbox",
 		setup: setup,
 		sides: []side{
-			{name: "raw-100", run: func(ctx context.Context, queue string) (measurement, error) {
+			{name: "raw-100", run: plain("raw-100", func(ctx context.Context, queue string) (measurement, error) {
 				return rawOutbox(ctx, s, db, plainTable, queue, body)
-			}},
-			{name: "ours-100", baseline: "raw-100", run: func(ctx context.Context, queue string) (measurement, error) {
+			})},
+			{name: "strong-100", run: kept("strong-100", func(ctx context.Context, queue string) (outboxRun, error) {
+				return strongOutbox(ctx, s, db, strongTable, queue, body, 100)
+			})},
+			{name: "ours-100", baseline: "strong-100", run: kept("ours-100", func(ctx context.Context, queue string) (outboxRun, error) {
 				return oursOutbox(ctx, s, db, outboxTable, queue, body, 100)
-			}},
-			{name: "raw-insert-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			})},
+			{name: "raw-insert-1", run: plain("raw-insert-1", func(ctx context.Context, queue string) (measurement, error) {
 				return rawInserts(ctx, s, db, plainTable, body)
-			}},
-			{name: "ours-1", baseline: "raw-insert-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			})},
+			{name: "strong-1", baseline: "raw-insert-1", run: kept("strong-1", func(ctx context.Context, queue string) (outboxRun, error) {
+				return strongOutbox(ctx, s, db, strongTable, queue, body, 1)
+			})},
+			{name: "ours-1", baseline: "raw-insert-1", run: kept("ours-1", func(ctx context.Context, queue string) (outboxRun, error) {
 				return oursOutbox(ctx, s, db, outboxTable, queue, body, 1)
-			}},
+			})},
 		},
 		report: func(totals []measurement) {
 			fmt.Printf("# outbox/ours-1: the broker held the last message %s after the last commit (worst of %d rounds); the dispatcher published %.1f messages per batch on average (ours-100: %.1f)\n",
-				totals[3].lag.Round(time.Millisecond), s.rounds, perBatch(totals[3]), perBatch(totals[1]))
+				totals[5].lag.Round(time.Millisecond), s.rounds, perBatch(totals[5]), perBatch(totals[2]))
+			reportOutboxMedians(rounds)
 		},
 	}
+}
+
+// reportOutboxMedians prints, from each round's runs, the median of the
+// per-round ratios (each round's sides ran back to back, so a noisy neighbour
+// weighs on both), the median commit rates and the median tails.
+func reportOutboxMedians(rounds map[string][]outboxRun) {
+	ratio := func(side, baseline string, rate func(outboxRun) float64) string {
+		a, b := rounds[side], rounds[baseline]
+		var ratios []float64
+		for i := range min(len(a), len(b)) {
+			if r := rate(b[i]); r > 0 {
+				ratios = append(ratios, rate(a[i])/r)
+			}
+		}
+		return fmt.Sprintf("%s/%s %.2f", side, baseline, median(ratios))
+	}
+	delivered := func(r outboxRun) float64 { return r.rate() }
+	committing := func(r outboxRun) float64 { return r.commitRate }
+	fmt.Printf("# outbox medians of %d rounds, delivered msgs/s: %s, %s, %s\n", len(rounds["ours-100"]),
+		ratio("ours-100", "strong-100", delivered), ratio("ours-100", "raw-100", delivered), ratio("strong-100", "raw-100", delivered))
+	fmt.Printf("# outbox medians, commits/s at 1 per transaction: %s, %s\n",
+		ratio("ours-1", "raw-insert-1", committing), ratio("strong-1", "raw-insert-1", committing))
+	var rates, tails []string
+	for _, name := range []string{"strong-100", "ours-100", "strong-1", "ours-1"} {
+		var commit, tail []float64
+		for _, r := range rounds[name] {
+			commit = append(commit, r.commitRate)
+			tail = append(tail, float64(r.tail))
+		}
+		rates = append(rates, fmt.Sprintf("%s %.0f", name, median(commit)))
+		tails = append(tails, fmt.Sprintf("%s %s", name, time.Duration(median(tail)).Round(time.Millisecond)))
+	}
+	fmt.Printf("# outbox medians, messages committed per second: %s\n", strings.Join(rates, ", "))
+	fmt.Printf("# outbox medians, the broker held the last message after the last commit: %s\n", strings.Join(tails, ", "))
+}
+
+func median(values []float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	if n := len(sorted); n%2 == 0 {
+		return (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	return sorted[len(sorted)/2]
 }
 
 func perBatch(m measurement) float64 {
@@ -259,9 +337,9 @@ func waitConfirm(ctx context.Context, c *amqp.DeferredConfirmation) error {
 // holds them all. With perTx 1 it reports commits per second and, as lag, how
 // long after the last commit the last message arrived; otherwise messages per
 // second until the last one arrived.
-func oursOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string, body []byte, perTx int) (measurement, error) {
+func oursOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string, body []byte, perTx int) (outboxRun, error) {
 	if err := truncate(ctx, db, table); err != nil {
-		return measurement{}, err
+		return outboxRun{}, err
 	}
 	transport := rabbitmq.New(rabbitmq.Options.Address(s.url), rabbitmq.Options.MaxOutstandingPublishes(s.window))
 	defer transport.Close()
@@ -279,7 +357,7 @@ func oursOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string
 	defer stopListener(dispatcher, listening, "outbox dispatcher")
 	connection, err := outbox.Connect(ctx)
 	if err != nil {
-		return measurement{}, fmt.Errorf("outbox: connect: %w", err)
+		return outboxRun{}, fmt.Errorf("outbox: connect: %w", err)
 	}
 	defer connection.Close()
 
@@ -292,7 +370,7 @@ func oursOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string
 	commits := 0
 	for time.Now().Before(deadline) {
 		if err := commitOnce(ctx, connection, dispatches); err != nil {
-			return watch.stop(commits * perTx), err
+			return outboxRun{measurement: watch.stop(commits * perTx)}, err
 		}
 		commits++
 	}
@@ -300,14 +378,9 @@ func oursOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string
 	lastCommit := time.Now()
 	arrived, err := waitDepth(ctx, s.url, queue, commits*perTx, outboxDrainLimit)
 	if err != nil {
-		return committed, fmt.Errorf("outbox: %w", err)
+		return outboxRun{measurement: committed}, fmt.Errorf("outbox: %w", err)
 	}
-	if perTx == 1 {
-		committed.lag = arrived.Sub(lastCommit)
-		committed.batches = int(counter.batches.Load())
-		return committed, nil
-	}
-	return measurement{msgs: commits * perTx, elapsed: arrived.Sub(watch.start), mallocs: committed.mallocs, batches: int(counter.batches.Load())}, nil
+	return shapeOutboxRun(committed, watch.start, lastCommit, arrived, perTx, int(counter.batches.Load())), nil
 }
 
 // publishCounter counts the batches the outbox dispatcher hands the transport.
