@@ -224,6 +224,28 @@ func (f *ReplayFixture) TestADestinationThatLeadsBackStopsThePassInsteadOfLoopin
 	f.So(f.drain("holding"), should.HaveLength, n)
 }
 
+func (f *ReplayFixture) TestInABatchWithAnUnroutableCopyOnlyTheOriginalsWhoseCopiesLandedAreAcknowledged() {
+	f.So(f.broker.DeclareQueue("holding", memory.QueueOptions{Durable: true}), should.BeNil)
+	f.So(f.broker.Bind("holding", "amq.topic", "orders.#"), should.BeNil)
+	f.So(f.broker.Bind("elsewhere", "amq.direct", "orders.a"), should.BeNil)
+	for i, key := range []string{"orders.a", "orders.a", "orders.b", "orders.a"} {
+		f.So(f.broker.Publish(f.ctx, messaging.Dispatch{Topic: "amq.topic", RoutingKey: key, MessageID: fmt.Sprint("k", i), Payload: []byte("x")}), should.BeNil)
+	}
+	var moved []string
+	result, err := Run(f.ctx, f.broker, From{Queue: "holding", Topic: "amq.direct"},
+		Options.Each(func(d messaging.Delivery, v Verdict) { moved = append(moved, d.MessageID) }))
+
+	f.So(errors.Is(err, messaging.ErrUnroutable), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "message k2")
+	f.So(err.Error(), should.ContainSubstring, "3 of the 4 copies published with it landed")
+	f.So(result, should.Resemble, Result{Moved: 3, Reason: Failed})
+	f.So(moved, should.Resemble, []string{"k0", "k1", "k3"})
+	f.So(f.drain("elsewhere"), should.HaveLength, 3)
+	left := f.drain("holding")
+	f.So(left, should.HaveLength, 1)
+	f.So(left, should.ContainKey, "k2")
+}
+
 func (f *ReplayFixture) TestAPassedDeadlineMovesNothing() {
 	f.setAside("orders.dlq", 2, nil)
 	f.now = time.Now()
