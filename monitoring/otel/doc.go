@@ -46,6 +46,11 @@
 //   - pipeline.run_finished (patterns/flow): Handler installs a
 //     flow.RunObserver on the context it hands on that writes the event onto
 //     the process span, and then tells the observer installed before it.
+//   - Request and reply (RR26): Ask is a Requester's Do under a CLIENT span
+//     "<destination> request" (outcome answered, timed_out or failed; only
+//     failed is an error); Respond wraps a responder's function in a SERVER
+//     span "<queue> serve" under the request's trace context, so the
+//     request's publish and its serving are its children.
 //   - Attributes: messaging.system=rabbitmq, messaging.destination.name,
 //     messaging.operation.type (create, send, process) and .name (create,
 //     publish, process), messaging.message.id, messaging.message.conversation_id
@@ -55,10 +60,6 @@
 //
 // On purpose different, or not built:
 //
-//   - The request pattern's "<destination> request" (CLIENT) and serve
-//     (SERVER) spans (RR26) are not built: a request and its reply are traced
-//     as publish and process spans of one trace when the requester writes
-//     through Transport and the responder runs under Handler.
 //   - A message's id is recorded when the writer set it; one the transport
 //     fills in later is not on the publish span.
 package otel
