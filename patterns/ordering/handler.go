@@ -1,6 +1,7 @@
 package ordering
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -9,10 +10,11 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// New returns the ordering guard as a messaging.Middleware: batches whose
-// messages share a key are handled one at a time, in the order the stream
-// delivered them; batches with different keys run at once. A message whose
-// key is empty is not ordered.
+// New returns the ordering guard as a messaging.Middleware: messages that
+// share a key are handled one at a time, in the order the stream delivered
+// them; messages with different keys run at once. A message whose key is
+// empty is not ordered. A batch of several messages is handed on one message
+// at a time, each in its key's turn.
 //
 // Build it once and give the one handler to every worker of a subscription
 // (streaming.SubscriptionOptions.AddWorkers(h, h, h, h)): it orders what
@@ -35,8 +37,8 @@ type handler struct {
 	sequencer *sequencer
 }
 
-// Handle waits for the batch's turn on each of its keys, runs it and hands
-// the keys on.
+// Handle waits for each message's turn on its key, runs it and hands the key
+// on.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
 	deliveries := messaging.DeliveriesFrom(ctx)
 	if len(deliveries) != len(messages) {
@@ -47,27 +49,60 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		return
 	}
 	queue := deliveries[0].SourceQueue
-	keys := make([]string, 0, len(deliveries))
-	tags := make([]uint64, 0, len(deliveries))
-	for i, delivery := range deliveries {
-		if h.key != nil {
-			if key := h.key(messages[i], delivery); key != "" {
-				keys = append(keys, key)
-			}
-		}
-		if tags != nil && delivery.DeliveryID != 0 && delivery.SourceQueue == queue {
-			tags = append(tags, delivery.DeliveryID)
-		} else {
-			tags = nil // without tags of one stream, arrival order is all there is
+	gated := true // every delivery has a tag of one stream
+	for _, delivery := range deliveries {
+		if delivery.DeliveryID == 0 || delivery.SourceQueue != queue {
+			gated = false // without tags of one stream, arrival order is all there is
 		}
 	}
-	slices.Sort(keys)
-	keys = slices.Compact(keys)
+	if len(deliveries) == 1 {
+		tickets := h.sequencer.arrive(queue, []group{h.group(messages[0], deliveries[0], gated)})
+		defer h.sequencer.leave(tickets[0])
+		h.await(ctx, tickets[0])
+		h.inner.Handle(ctx, messages...)
+		return
+	}
 
-	t := h.sequencer.arrive(queue, tags, keys)
-	defer h.sequencer.leave(t)
-	h.await(ctx, t)
-	h.inner.Handle(ctx, messages...)
+	// Two batches taken at the same moment can interleave their tags, and
+	// the same two keys can cross between them, so no order of whole batches
+	// keeps both keys in order: each message takes its own place and the
+	// batch is handled one message at a time, in delivery order.
+	order := make([]int, len(deliveries))
+	for i := range order {
+		order[i] = i
+	}
+	if gated {
+		slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(deliveries[x].DeliveryID, deliveries[y].DeliveryID) })
+	}
+	groups := make([]group, len(order))
+	for i, at := range order {
+		groups[i] = h.group(messages[at], deliveries[at], gated)
+	}
+	tickets := h.sequencer.arrive(queue, groups)
+	defer func() {
+		for _, t := range tickets {
+			h.sequencer.leave(t) // a no-op for those that already left
+		}
+	}()
+	for i, at := range order {
+		h.await(ctx, tickets[i])
+		h.inner.Handle(messaging.WithDeliveries(ctx, deliveries[at:at+1]), messages[at])
+		h.sequencer.leave(tickets[i])
+	}
+}
+
+// group is one delivery's place: its tag (when gated) and its key.
+func (h *handler) group(message any, delivery messaging.Delivery, gated bool) group {
+	var g group
+	if gated {
+		g.tags = []uint64{delivery.DeliveryID}
+	}
+	if h.key != nil {
+		if key := h.key(message, delivery); key != "" {
+			g.keys = []string{key}
+		}
+	}
+	return g
 }
 
 // await waits for t to be admitted (at most the arrival window) and then for
@@ -100,6 +135,6 @@ func (h *handler) await(ctx context.Context, t *ticket) {
 	case <-t.ready:
 		h.config.monitor.Waited(t.queue, time.Since(started))
 	case <-ctx.Done():
-		panic(messaging.Outage(fmt.Errorf("ordering: stopped waiting for the key(s) %q held by an earlier batch of %s: %w", t.keys, t.queue, ctx.Err())))
+		panic(messaging.Outage(fmt.Errorf("ordering: stopped waiting for the key(s) %q held by an earlier message of %s: %w", t.keys, t.queue, ctx.Err())))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -127,24 +128,44 @@ func (f *HandlerFixture) TestAMessageWithoutAKeyIsNotOrdered() {
 	f.So(f.inner.seen(), should.Equal, []string{"start m1", "start m2", "end m2", "end m1"})
 }
 
-func (f *HandlerFixture) TestABatchWithTwoKeysWaitsForBoth() {
+func (f *HandlerFixture) TestABatchIsHandledOneMessageAtATimeEachInItsKeysTurn() {
 	f.bubble(func(ctx context.Context) {
 		f.inner.holdBack("a1")
 		f.inner.holdBack("b2")
 		a := f.run(ctx, delivery("a1", 1, "A"))
 		b := f.run(ctx, delivery("b2", 2, "B"))
 		synctest.Wait()
-		both := f.run(ctx, delivery("ab3", 3, "A"), delivery("x4", 4, "B"))
+		both := f.run(ctx, delivery("a3", 3, "A"), delivery("b4", 4, "B"))
 		synctest.Wait()
+		f.So(f.inner.seen(), should.HaveLength, 2) // a1 and b2 started, both held
 		f.inner.release("a1")
 		<-a
 		synctest.Wait()
-		f.So(f.inner.seen(), should.NotContain, "start ab3") // B is still held
+		f.So(f.inner.seen()[2:], should.Equal, []string{"end a1", "start a3", "end a3"}) // b4 waits for b2
 		f.inner.release("b2")
 		<-b
 		<-both
 	})
-	f.So(f.inner.seen()[len(f.inner.seen())-2:], should.Equal, []string{"start ab3", "end ab3"})
+	f.So(f.inner.seen()[5:], should.Equal, []string{"end b2", "start b4", "end b4"})
+}
+
+func (f *HandlerFixture) TestTwoBatchesWhoseTagsCrossKeepEveryKeyInOrder() {
+	f.bubble(func(ctx context.Context) {
+		// Two workers took 1, 3 and 2, 4 at the same moment; A is 1 and 4, B
+		// is 2 and 3: whole batches could not keep both keys in order.
+		first := f.run(ctx, delivery("A1", 1, "A"), delivery("B3", 3, "B"))
+		second := f.run(ctx, delivery("B2", 2, "B"), delivery("A4", 4, "A"))
+		<-first
+		<-second
+	})
+	order := map[string][]string{}
+	for _, event := range f.inner.seen() {
+		if id, started := strings.CutPrefix(event, "start "); started {
+			order[id[:1]] = append(order[id[:1]], id)
+		}
+	}
+	f.So(order["A"], should.Equal, []string{"A1", "A4"})
+	f.So(order["B"], should.Equal, []string{"B2", "B3"})
 }
 
 func (f *HandlerFixture) TestACancelledWaitPanicsWithAnOutageAndHandsTheKeyOn() {
@@ -215,7 +236,7 @@ func (f *HandlerFixture) TestKeysAreForgottenWhenIdle() {
 	runtime.ReadMemStats(&before)
 	tickets := make([]*ticket, 0, keys)
 	for i, key := range ids("key-", keys) {
-		tickets = append(tickets, s.arrive("orders", []uint64{uint64(i + 1)}, []string{key}))
+		tickets = append(tickets, s.arrive("orders", []group{{tags: []uint64{uint64(i + 1)}, keys: []string{key}}})...)
 	}
 	held, _ := s.size()
 	f.So(held, should.Equal, keys)

@@ -46,36 +46,53 @@ func newSequencer() *sequencer {
 	return &sequencer{streams: map[string]*arrivals{}, lines: map[string][]*ticket{}}
 }
 
-// arrive records a batch with its delivery tags (nil when they cannot order
-// it) and keys, and admits it at once when nothing before it is missing.
-func (s *sequencer) arrive(queue string, tags []uint64, keys []string) *ticket {
-	t := &ticket{queue: queue, keys: keys, admitted: make(chan struct{}), ready: make(chan struct{})}
+// arrive records deliveries that reached ordering together, one ticket per
+// group: groups[i] holds the delivery tags (nil when they cannot order it)
+// and keys of ticket i. A ticket is admitted at once when nothing before it is
+// missing.
+func (s *sequencer) arrive(queue string, groups []group) []*ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(tags) == 0 {
-		s.admit(t)
-		return t
-	}
-	a := s.streams[queue]
-	if a == nil {
-		a = &arrivals{ahead: map[uint64]struct{}{}}
-		s.streams[queue] = a
-	}
-	if slices.Contains(tags, 1) && a.watermark > 0 {
-		// Tag 1 opens a new channel (the subscription reconnected): its
-		// tags start again.
-		a.watermark = 0
-		clear(a.ahead)
-	}
-	for _, tag := range tags {
-		t.last = max(t.last, tag)
-		if tag > a.watermark {
-			a.ahead[tag] = struct{}{}
+	tickets := make([]*ticket, len(groups))
+	var a *arrivals
+	for i, g := range groups {
+		t := &ticket{queue: queue, keys: g.keys, admitted: make(chan struct{}), ready: make(chan struct{})}
+		tickets[i] = t
+		if len(g.tags) == 0 {
+			s.admit(t)
+			continue
 		}
+		if a == nil {
+			a = s.streams[queue]
+			if a == nil {
+				a = &arrivals{ahead: map[uint64]struct{}{}}
+				s.streams[queue] = a
+			}
+		}
+		if slices.Contains(g.tags, 1) && a.watermark > 0 {
+			// Tag 1 opens a new channel (the subscription reconnected): its
+			// tags start again.
+			a.watermark = 0
+			clear(a.ahead)
+		}
+		for _, tag := range g.tags {
+			t.last = max(t.last, tag)
+			if tag > a.watermark {
+				a.ahead[tag] = struct{}{}
+			}
+		}
+		a.pending = append(a.pending, t)
 	}
-	a.pending = append(a.pending, t)
-	s.advance(a)
-	return t
+	if a != nil {
+		s.advance(a)
+	}
+	return tickets
+}
+
+// group is what one ticket holds: delivery tags and distinct keys.
+type group struct {
+	tags []uint64
+	keys []string
 }
 
 // advance moves the watermark over the tags that arrived and admits, lowest
