@@ -10,10 +10,15 @@
 // later, so a row recovered after a restart, or by another instance, publishes
 // exactly what the live path would have.
 //
-// Commit never waits on the broker or the processor: once SQL has committed it
-// hands the rows to the processor's channel if there is room, and otherwise
-// leaves them in the table, from where the processor publishes them, in
-// order, once it has caught up.
+// Commit stores its rows with as few statements as the dialect allows (one
+// multi-row INSERT on MySQL/MariaDB and PostgreSQL, batches on SQLite),
+// prepared once per size and pooled connection. It never waits on the broker
+// or the processor: once SQL has committed it hands the rows to the
+// processor's channel if there is room, and otherwise leaves them in the
+// table, from where the processor publishes them, in order, once it has
+// caught up (reading them a page at a time without locks: they are leased to
+// it). Confirmed pages are marked dispatched on a goroutine of their own while
+// the next page is published.
 //
 // No row holds up the others. A row that can never travel on AMQP is retired
 // before it is published; a batch that fails in a way one row may have caused
