@@ -63,8 +63,15 @@ func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 		return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), err)
 	}
 	if err := writer.Commit(); err != nil {
-		if !keepsConnection(err) {
+		switch {
+		case !keepsConnection(err):
 			w.link.Discard(connection)
+		case errors.Is(err, messaging.ErrRefused):
+			// A nack: the connection is sound, but the channel may not be
+			// (after a quorum queue's leader failed, RabbitMQ nacks every
+			// later publish of a channel that published to it, while a new
+			// channel is acked), so the next call opens a new one.
+			w.link.DropWriter(writer)
 		}
 		return landed(err), fmt.Errorf("batch writer: commit %d message(s): %w", len(dispatches), err)
 	}

@@ -111,6 +111,22 @@ func (f *WriterFixture) TestArrivalUnknownRedials() {
 	f.So(f.connector.last().closed, should.BeTrue)
 }
 
+func (f *WriterFixture) TestANackKeepsTheConnectionButTheNextCallOpensANewChannel() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: messaging.ErrRefused},
+	}}
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrRefused), should.BeTrue)
+	f.connector.commitErr = nil
+	_, err = f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(err, should.BeNil)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().closed, should.BeFalse)
+	f.So(f.connector.last().writers, should.HaveLength, 2)
+	f.So(f.connector.last().writers[0].closed, should.BeTrue)
+}
+
 func (f *WriterFixture) TestABlockedConnectionIsKeptAndWritesResumeOnItWhenUnblocked() {
 	f.connector.commitErr = fmt.Errorf("the broker has blocked this connection: %w", messaging.ErrPublishingPaused)
 	for range 5 {

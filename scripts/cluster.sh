@@ -49,7 +49,6 @@ node_env() { # exports what one node needs; the package's script keeps it throug
 	export RABBITMQ_FEATURE_FLAGS_FILE="$base/feature_flags"
 	export RABBITMQ_ENABLED_PLUGINS_FILE="$base/enabled_plugins"
 	export RABBITMQ_PLUGINS_EXPAND_DIR="$base/plugins-expand"
-	export RABBITMQ_PID_FILE="$base/pid"
 	export RABBITMQ_QUORUM_DIR="$base/mnesia/$node@localhost/quorum"
 	export RABBITMQ_STREAM_DIR="$base/mnesia/$node@localhost/stream"
 	# Two cores shared with the default broker and the tests: one scheduler each.

@@ -54,10 +54,7 @@ func TestFaultClusterLeaderKilled(t *testing.T) {
 			leader = queueLeader(ctx, t)
 			return syscall.Kill(testenv.ClusterNodePID(t, leader), syscall.SIGKILL)
 		},
-		func(context.Context) error {
-			testenv.StartClusterNode(t)
-			return nil
-		})
+		func(context.Context) error { return testenv.StartClusterNode(t) })
 	t.Logf("killed the leader %s", leader)
 }
 
@@ -92,6 +89,8 @@ func splitLines(s string) []string {
 	return append(lines, s[start:])
 }
 
+func abs(n int64) int64 { return max(n, -n) }
+
 func clusterTransport(t *testing.T, addresses []string, name string) messaging.Connector {
 	return rabbitmq.New(
 		rabbitmq.Options.Addresses(addresses...),
@@ -107,6 +106,11 @@ func clusterTransport(t *testing.T, addresses []string, name string) messaging.C
 func clusterScenario(t *testing.T, addresses []string, scenario string, n int, fault, repair func(context.Context) error) {
 	queue := testenv.Name(t, scenario)
 	clusterQueue = queue
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, _ = rabbitmqctl(ctx, "-n", testenv.ClusterNodes[1], "delete_queue", queue)
+	})
 	exchange := queue + "-ex"
 	connName := testenv.Name(t, "conn")
 	started := time.Now()
@@ -162,7 +166,11 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 			// service would; what had landed arrives twice (a duplicate,
 			// counted), never lost.
 			failedCalls++
-			if failedCalls > 600 {
+			since := time.Since(time.Unix(0, abs(faultAt.Load())))
+			if failedCalls <= 3 || failedCalls%50 == 0 {
+				t.Logf("publish call failed %s after the fault: %v", since.Round(time.Millisecond), err)
+			}
+			if faultAt.Load() == 0 || since > 3*time.Minute {
 				t.Fatalf("publishing did not resume: %v", err)
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -181,7 +189,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 				t.Fatalf("the fault did not happen: %v", err)
 			}
 			cancel()
-		case start >= 2*n/3 && faultAt.Load() != 0:
+		case start >= 2*n/3 && faultAt.Load() > 0: // once: faultAt turns negative below
 			faults.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
@@ -201,7 +209,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 	if !done {
 		t.Errorf("not every confirmed message was handled within the bound; %d missing", tl.missing())
 	}
-	resumed := time.Duration(resumedAt.Load() - (-faultAt.Load()))
+	resumed := time.Duration(resumedAt.Load() - abs(faultAt.Load()))
 	t.Logf("%s: %d publish calls failed and were sent again; publishing resumed %s after the fault", scenario, failedCalls, resumed.Round(time.Millisecond))
 	fmt.Printf("fault %s publishing resumed after %.1f s\n", scenario, resumed.Seconds())
 	report(t, scenario, tl, started)

@@ -104,6 +104,25 @@ func (l *Link) Discard(connection messaging.Connection) {
 	closeBoth(writer, connection)
 }
 
+// DropWriter closes writer, if it is still the kept one, and keeps the
+// connection: the next Writer opens a new channel on it. For a channel the
+// broker keeps answering badly while the connection is sound (RabbitMQ 3.10
+// nacks every publish of a channel that was publishing to a quorum queue
+// whose leader died, while a new channel on the same node is acked).
+func (l *Link) DropWriter(writer messaging.CommitWriter) {
+	if writer == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.writer != writer {
+		l.mu.Unlock()
+		return
+	}
+	l.writer = nil
+	l.mu.Unlock()
+	_ = writer.Close()
+}
+
 // Reset closes whatever is kept; the next call dials again.
 func (l *Link) Reset() {
 	l.mu.Lock()

@@ -159,3 +159,21 @@ func TestSeverClosesInTheBackgroundAndTheNextCallDials(t *testing.T) {
 		t.Fatal("Reset must close the kept connection")
 	}
 }
+
+func TestDropWriterKeepsTheConnection(t *testing.T) {
+	connector := &fakeConnector{}
+	link := New(connector, "batch writer")
+	old, connection, _ := link.Writer(context.Background())
+	link.DropWriter(old)
+	current, again, _ := link.Writer(context.Background())
+	if current == old || again != connection || connector.dials != 1 || connection.(*fakeConnection).isClosed() {
+		t.Fatalf("want a new writer on the same, open connection (dials %d)", connector.dials)
+	}
+	if !old.(*fakeWriter).closed {
+		t.Fatal("the dropped writer must be closed")
+	}
+	link.DropWriter(old) // stale: the current writer stays
+	if w, _, _ := link.Writer(context.Background()); w != current {
+		t.Fatal("a stale DropWriter must not drop the current writer")
+	}
+}

@@ -47,29 +47,23 @@ func Cluster(t testing.TB) []string {
 
 // StartClusterNode starts a stopped or killed cluster node again and waits
 // until the three nodes run (scripts/cluster.sh start starts what is down).
-func StartClusterNode(t testing.TB) {
-	t.Helper()
+// It returns an error rather than failing the test, so it can run on any
+// goroutine.
+func StartClusterNode(t testing.TB) error {
 	if err := clusterScript(t, 5*time.Minute, "start"); err != nil {
-		t.Fatalf("restart the test cluster's stopped node: %v", err)
+		return fmt.Errorf("restart the test cluster's stopped node: %w", err)
 	}
+	return nil
 }
 
-// ClusterNodePID returns the operating system process id of a cluster node,
-// read from the pid file scripts/cluster.sh makes the node write.
+// ClusterNodePID returns the operating system process id of a running
+// cluster node, asked of the node itself.
 func ClusterNodePID(t testing.TB, node string) int {
 	t.Helper()
-	short, _, _ := strings.Cut(node, "@")
-	dir := os.Getenv("CLUSTER_DIR")
-	if dir == "" {
-		dir = "/var/tmp/warrenmq-cluster"
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, short, "pid"))
-	if err != nil {
-		t.Fatalf("read the pid of cluster node %s: %v", node, err)
-	}
+	out := Rabbitmqctl(t, "-n", node, "-q", "eval", "list_to_integer(os:getpid()).")
 	var pid int
-	if _, err := fmt.Sscan(strings.TrimSpace(string(raw)), &pid); err != nil {
-		t.Fatalf("the pid file of cluster node %s holds %q: %v", node, raw, err)
+	if _, err := fmt.Sscan(strings.TrimSpace(out), &pid); err != nil || pid <= 1 {
+		t.Fatalf("cluster node %s reported its process id as %q: %v", node, out, err)
 	}
 	return pid
 }
@@ -82,9 +76,21 @@ func clusterScript(t testing.TB, bound time.Duration, command string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "cluster.sh"), command).CombinedOutput()
+	// The output goes to a file, not a pipe: a node the script starts
+	// detaches, and a pipe it might hold open would keep the wait going after
+	// the script itself ended.
+	out, err := os.CreateTemp("", "warrenmq-cluster-*.log")
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, out)
+		return err
+	}
+	defer func() { _ = os.Remove(out.Name()) }()
+	defer func() { _ = out.Close() }()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "cluster.sh"), command)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Run(); err != nil {
+		text, _ := os.ReadFile(out.Name())
+		return fmt.Errorf("%w\n%s", err, tail(string(text), 40))
 	}
 	return nil
 }
