@@ -55,6 +55,41 @@ type Metrics struct {
 
 	idempotency       *prom.CounterVec
 	idempotencyErrors *prom.CounterVec
+
+	orderingWaits         *prom.CounterVec
+	orderingWaitSeconds   *prom.HistogramVec
+	orderingGaps          *prom.CounterVec
+	handlerTimeouts       *prom.CounterVec
+	handlerPanicsRejected *prom.CounterVec
+	groupStarts           *prom.CounterVec
+	groupMembersClosed    *prom.CounterVec
+
+	replayMessages *prom.CounterVec
+	replayPasses   *prom.CounterVec
+	scheduleEvents *prom.CounterVec
+	scheduleHops   *prom.CounterVec
+
+	claimCheck       *prom.CounterVec
+	claimCheckErrors *prom.CounterVec
+	schemaRegistered *prom.CounterVec
+	schemaNotFound   *prom.CounterVec
+	sagaRuns         *prom.CounterVec
+	sagaUndoFailures *prom.CounterVec
+
+	streamRetryRefused *prom.CounterVec
+	streamResumed      *prom.CounterVec
+
+	requests       *prom.CounterVec
+	requestSeconds *prom.HistogramVec
+	repliesDropped *prom.CounterVec
+	replies        *prom.CounterVec
+	unanswerable   *prom.CounterVec
+
+	flowHops           *prom.CounterVec
+	flowFailed         *prom.CounterVec
+	flowRefused        *prom.CounterVec
+	pipelineRuns       *prom.CounterVec
+	pipelineRunSeconds *prom.HistogramVec
 }
 
 // New registers the instruments with registerer (prom.DefaultRegisterer when nil)
@@ -104,6 +139,38 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 	m.decoded = counterVec("serialization_decoded_total", "Messages decoded, by result.", "result")
 	m.idempotency = counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released).", "stream", "outcome")
 	m.idempotencyErrors = counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, confirm, release).", "stream", "operation")
+	m.orderingWaits = counterVec("ordering_waits_total", "Messages that waited behind an earlier message with the same ordering key.", "stream")
+	m.orderingWaitSeconds = prom.NewHistogramVec(prom.HistogramOpts{Name: "ordering_wait_seconds", Help: "Time a message waited behind an earlier message with the same ordering key.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"stream"})
+	m.orderingGaps = counterVec("ordering_gaps_skipped_total", "Messages that stopped waiting for earlier deliveries of their stream that never reached ordering (set aside or filtered before the handler, or later than the arrival window).", "stream")
+	m.handlerTimeouts = counterVec("handler_timeouts_total", "Deliveries retried because their handler outlived middleware.Timeout.", "stream")
+	m.handlerPanicsRejected = counterVec("handler_panics_rejected_total", "Deliveries middleware.Recovery dead-lettered because their handler panicked.", "stream")
+	m.groupStarts = counterVec("group_started_total", "Consumer group starts, by result (success; failure: the started members were closed).", "stream", "result")
+	m.groupMembersClosed = counterVec("group_members_closed_total", "Consumer group members stopped.", "stream")
+	m.replayMessages = counterVec("replay_messages_total", "Messages a replay pass read, by verdict (moved, declined by the filter).", "stream", "verdict")
+	m.replayPasses = counterVec("replay_passes_total", "Replay passes by the reason they stopped (drained, limit, deadline, cancelled, failed).", "stream", "reason")
+	m.scheduleEvents = counterVec("schedule_events_total", "Scheduler events (scheduled, delivered, undelivered, rung_missing, set_aside).", "event")
+	m.scheduleHops = counterVec("schedule_hops_total", "Scheduled messages put on a rung of the acemq.schedule ladder, by rung.", "rung")
+	m.claimCheck = counterVec("claimcheck_total", "Claim-check codec events (inlined, offloaded, fetched, missing).", "event")
+	m.claimCheckErrors = counterVec("claimcheck_store_errors_total", "Claim-check store calls that failed, by operation (put, get); a failed get is retried.", "operation")
+	m.schemaRegistered = counterVec("schema_registered_total", "Schema registrations by subject and result (created, existing).", "subject", "result")
+	m.schemaNotFound = counterVec("schema_not_found_total", "Schema lookups that found nothing, by subject (empty for a lookup by id).", "subject")
+	m.sagaRuns = counterVec("saga_runs_total", "Saga runs by outcome (completed, compensated, unresolved).", "saga", "outcome")
+	m.sagaUndoFailures = counterVec("saga_undo_failures_total", "Saga compensations that failed: effects left for a person to undo.", "saga", "step")
+	m.streamRetryRefused = counterVec("stream_retry_refused_total", "Retry or InProgress asked on a stream and refused: the message was parked instead of appended again.", "stream")
+	m.streamResumed = counterVec("stream_resumed_total", "Stream readers reattached after a dropped connection where they left off.", "stream")
+	m.requests = counterVec("request_total", "Requests a requester made, by outcome (answered, timed_out, failed).", "routing_key", "outcome")
+	m.requestSeconds = prom.NewHistogramVec(prom.HistogramOpts{Name: "request_seconds", Help: "Time from before a request's publish to Do's return, by outcome.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"routing_key", "outcome"})
+	m.repliesDropped = counterVec("request_replies_dropped_total", "Replies that arrived after their caller gave up, or for no caller of this requester; acknowledged and dropped.", "routing_key")
+	m.replies = counterVec("request_replies_total", "Replies a responder published (error replies included).", "stream")
+	m.unanswerable = counterVec("request_unanswerable_total", "Requests a responder dead-lettered for carrying no reply address.", "stream")
+	m.flowHops = counterVec("flow_hops_total", "Next messages a Then, slip or pipeline step published (result=success) or failed to (result=failure; the input is retried).", "pipeline", "step", "result")
+	m.flowFailed = counterVec("flow_step_failures_total", "Flow steps that returned an error or panicked; the input is retried, or dead-lettered when fatal.", "pipeline", "step")
+	m.flowRefused = counterVec("flow_refused_total", "Flow inputs set aside unhandled: no routing slip, an unreadable one, a declared route without AlongRoute, a body that does not decode.", "pipeline", "step")
+	m.pipelineRuns = counterVec("pipeline_run_total", "Named runs that finished, by outcome (completed, ended_early) and the step they finished at.", "pipeline", "step", "outcome")
+	m.pipelineRunSeconds = prom.NewHistogramVec(prom.HistogramOpts{Name: "pipeline_run_seconds", Help: "Age of a run when it finished: the time since its first message was first seen.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}}, []string{"pipeline", "outcome"})
 
 	var errs []error
 	for _, c := range []prom.Collector{
@@ -112,6 +179,12 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 		m.streamOpened, m.streamClosed, m.batchSeconds, m.acknowledged, m.shutdownForced, m.settled,
 		m.handleAttempts, m.transactions, m.encoded, m.decoded,
 		m.idempotency, m.idempotencyErrors,
+		m.orderingWaits, m.orderingWaitSeconds, m.orderingGaps, m.handlerTimeouts, m.handlerPanicsRejected, m.groupStarts, m.groupMembersClosed,
+		m.replayMessages, m.replayPasses, m.scheduleEvents, m.scheduleHops,
+		m.claimCheck, m.claimCheckErrors, m.schemaRegistered, m.schemaNotFound, m.sagaRuns, m.sagaUndoFailures,
+		m.streamRetryRefused, m.streamResumed,
+		m.requests, m.requestSeconds, m.repliesDropped, m.replies, m.unanswerable,
+		m.flowHops, m.flowFailed, m.flowRefused, m.pipelineRuns, m.pipelineRunSeconds,
 	} {
 		if err := registerer.Register(c); err != nil {
 			errs = append(errs, err)
