@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,8 +46,8 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/handlers/transactional"
-	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
+	"github.com/warrenmq/messaging/patterns/request"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
@@ -80,6 +81,8 @@ type settings struct {
 	amqp string
 	dsn  string
 	http string
+	// trace is -trace: empty (off), stderr, or an OTLP/HTTP collector's address.
+	trace string
 	// ready, when set, receives the listening address once the service serves.
 	ready chan<- string
 	// server bounds the HTTP edge; zero fields take the defaults.
@@ -133,10 +136,17 @@ func newServer(handler http.Handler, limits serverLimits, logger *slog.Logger) *
 
 func main() {
 	s := settings{}
-	flag.StringVar(&s.amqp, "amqp", envOr("ORDERS_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address (env ORDERS_AMQP)")
+	flag.Func("amqp", "RabbitMQ address; give it once per node of a cluster, tried in order (env ORDERS_AMQP, addresses separated by spaces; default amqp://guest:guest@127.0.0.1:5672/)", func(value string) error {
+		s.amqp = strings.TrimSpace(s.amqp + " " + value)
+		return nil
+	})
 	flag.StringVar(&s.dsn, "dsn", envOr("ORDERS_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source name (env ORDERS_DSN)")
 	flag.StringVar(&s.http, "http", envOr("ORDERS_HTTP", "127.0.0.1:8080"), "HTTP listen address (env ORDERS_HTTP)")
+	flag.StringVar(&s.trace, "trace", envOr("ORDERS_TRACE", ""), "traces: empty for none, stderr to print spans, or host:port or an http(s) URL of an OTLP/HTTP collector (env ORDERS_TRACE)")
 	flag.Parse()
+	if s.amqp == "" {
+		s.amqp = envOr("ORDERS_AMQP", "amqp://guest:guest@127.0.0.1:5672/")
+	}
 
 	logger := slog.New(newRedactingHandler(
 		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}), s.secrets()...))
@@ -177,15 +187,21 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		return fmt.Errorf("register metrics: %w", err)
 	}
 
+	tracing, err := startTracing(ctx, s.trace, logger)
+	if err != nil {
+		return err
+	}
+	defer tracing.stop()
+
 	// 1. The transport.
-	transport := rabbitmq.New(
-		rabbitmq.Options.Address(s.amqp),
+	transport := tracing.transport(rabbitmq.New(
+		rabbitmq.Options.Addresses(s.addresses()...),
 		rabbitmq.Options.ConnectionName("orders-example"),
 		rabbitmq.Options.Monitor(metrics.Transport()),
 		rabbitmq.Options.Logger(logger),
-	)
+	))
 	defer transport.Close()
-	if err := checkBroker(ctx, transport, s.amqp, logger); err != nil {
+	if err := checkBroker(ctx, transport, s.addresses(), logger); err != nil {
 		return err
 	}
 
@@ -214,7 +230,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		serialization.Options.Monitor(metrics.Serialization()),
 		serialization.Options.Logger(logger),
 	)
-	encodedOutbox := serialization.New(outbox,
+	encodedOutbox := serialization.New(tracing.outbox(outbox),
 		serialization.Options.ReadTypes(readTypes),
 		serialization.Options.WriteTypes(writeTypes),
 		serialization.Options.Monitor(metrics.Serialization()),
@@ -226,25 +242,25 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	//    The retry budget is stated once: five attempts, 100 ms doubling to 2 s.
 	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
 	shipper := deadletter.New(transport,
-		retry.New(
+		tracing.handler(retry.New(
 			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
 				return &shipOrders{tx: state.Tx, writer: state.Writer}
 			}, transactional.Options.Monitor(metrics.Transactional())),
 			retry.Options.Policy(budget),
 			retry.Options.Monitor(metrics.Retry()),
 			retry.Options.Logger(logger),
-		),
+		)),
 		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(metrics.Settlement()),
 		deadletter.Options.Logger(logger),
 	)
 	recorder := deadletter.New(transport,
-		retry.New(
+		tracing.handler(retry.New(
 			sqltx.New(db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
 				sqltx.Options.Monitor(metrics.Transactional())),
 			retry.Options.Policy(budget),
 			retry.Options.Logger(logger),
-		),
+		)),
 		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(metrics.Settlement()),
 		deadletter.Options.Logger(logger),
@@ -290,7 +306,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	defer orders.close()
 
 	// 7. Quotes: a responder on orders.quote and the requester the API asks it with.
-	asker, stopQuotes, err := startQuotes(ctx, transport, db, logger)
+	asker, stopQuotes, err := startQuotes(ctx, transport, db, logger, request.Options.Monitor(metrics.Request()))
 	if err != nil {
 		return err
 	}
@@ -301,7 +317,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another copy running? pass -http to choose another address)", s.http, err)
 	}
-	server := newServer(orders.routes(), s.server, logger)
+	server := newServer(tracing.http(orders.routes()), s.server, logger)
 
 	dispatcherDone := make(chan struct{})
 	consumerDone := make(chan struct{})
@@ -309,7 +325,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	go func() { defer close(dispatcherDone); dispatcher.Listen() }()
 	go func() { defer close(consumerDone); consumer.Listen() }()
 	go func() { serverDone <- server.Serve(listener) }()
-	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redact.Address(s.amqp))
+	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redactAll(s.addresses()))
 	if s.ready != nil {
 		s.ready <- listener.Addr().String()
 	}

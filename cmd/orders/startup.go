@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -33,15 +34,17 @@ const (
 // The parsers' own detail is quoted only when it cannot hold a piece of the
 // password: net/url quotes the address up to a '#', which may be half of it.
 func checkAddresses(s settings) error {
-	if _, err := amqp.ParseURI(s.amqp); err != nil {
-		detail := ""
-		var urlErr *url.Error
-		if !errors.As(err, &urlErr) {
-			detail = " (" + redact.Text(err.Error(), s.amqp) + ")"
+	for _, address := range s.addresses() {
+		if _, err := amqp.ParseURI(address); err != nil {
+			detail := ""
+			var urlErr *url.Error
+			if !errors.As(err, &urlErr) {
+				detail = " (" + redact.Text(err.Error(), address) + ")"
+			}
+			return fmt.Errorf("the -amqp address %s is malformed%s; give a URI such as amqp://user:password@host:5672/vhost, "+
+				"with any '#', '@', ':', '/' or '%%' in the user name or password percent-encoded (%%23, %%40, %%3A, %%2F, %%25)",
+				redact.Address(address), detail)
 		}
-		return fmt.Errorf("the -amqp address %s is malformed%s; give a URI such as amqp://user:password@host:5672/vhost, "+
-			"with any '#', '@', ':', '/' or '%%' in the user name or password percent-encoded (%%23, %%40, %%3A, %%2F, %%25)",
-			redact.Address(s.amqp), detail)
 	}
 	if _, err := mysql.ParseDSN(s.dsn); err != nil {
 		return fmt.Errorf("the -dsn %s does not parse (%s); give one such as user:password@tcp(127.0.0.1:3306)/test?parseTime=true",
@@ -54,15 +57,23 @@ func checkAddresses(s settings) error {
 // started before its broker or database stops here, and its supervisor starts
 // it again.
 func preflight(s settings) error {
-	amqpHost := "127.0.0.1:5672"
-	if u, err := url.Parse(s.amqp); err == nil && u.Host != "" {
-		amqpHost = u.Host
-		if u.Port() == "" {
-			amqpHost = net.JoinHostPort(u.Hostname(), "5672")
+	var hosts []string
+	var dialErr error
+	for _, address := range s.addresses() {
+		host := "127.0.0.1:5672"
+		if u, err := url.Parse(address); err == nil && u.Host != "" {
+			host = u.Host
+			if u.Port() == "" {
+				host = net.JoinHostPort(u.Hostname(), "5672")
+			}
+		}
+		hosts = append(hosts, host)
+		if dialErr = dial(host); dialErr == nil {
+			break // one node answering is enough: the transport tries them in turn
 		}
 	}
-	if err := dial(amqpHost); err != nil {
-		return fmt.Errorf("cannot reach RabbitMQ at %s: is it running? `make services` starts it (%w)", amqpHost, err)
+	if dialErr != nil {
+		return fmt.Errorf("cannot reach RabbitMQ at %s: is it running? `make services` starts it (%w)", strings.Join(hosts, ", "), dialErr)
 	}
 	cfg, err := mysql.ParseDSN(s.dsn)
 	if err != nil {
@@ -110,7 +121,7 @@ func checkDatabase(ctx context.Context, db *sql.DB, dsn string) error {
 // will fix (bad credentials, a missing vhost, no permission: status.Permanent
 // classifies it on the error) stops the service; anything else is an outage,
 // logged, and the consumer and the outbox keep retrying as they always do.
-func checkBroker(ctx context.Context, transport messaging.Connector, address string, logger *slog.Logger) error {
+func checkBroker(ctx context.Context, transport messaging.Connector, addresses []string, logger *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, startupTimeout)
 	defer cancel()
 	connection, err := transport.Connect(ctx)
@@ -120,14 +131,28 @@ func checkBroker(ctx context.Context, transport messaging.Connector, address str
 	if status.Permanent(err) {
 		return fmt.Errorf("RabbitMQ at %s refused the service, which no retry will fix: %w; "+
 			"correct the user name, password or vhost in -amqp (or ORDERS_AMQP), create the vhost, or grant the user access to it",
-			redact.Address(address), err)
+			redactAll(addresses), err)
 	}
 	logger.Warn("orders: RabbitMQ did not accept a connection at start; the consumer and the outbox keep retrying.",
-		"amqp", redact.Address(address), "error", err)
+		"amqp", redactAll(addresses), "error", err)
 	return nil
 }
 
 // secrets are the addresses whose passwords nothing may print.
 func (s settings) secrets() []string {
-	return []string{s.amqp, s.dsn}
+	return append(s.addresses(), s.dsn)
+}
+
+// addresses are the -amqp addresses, in the order given.
+func (s settings) addresses() []string {
+	return strings.Fields(s.amqp)
+}
+
+// redactAll is addresses, each without its password, for a log line.
+func redactAll(addresses []string) string {
+	masked := make([]string, len(addresses))
+	for i, address := range addresses {
+		masked[i] = redact.Address(address)
+	}
+	return strings.Join(masked, " ")
 }
