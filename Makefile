@@ -2,11 +2,12 @@
 # make test      gofmt check, go vet, and every unit, integration and fault test under -race
 # make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
 # make bench     our stack beside the raw amqp091-go client, as ratios
+# make cluster   a three-node RabbitMQ cluster on 5681-5683 beside the default broker (make cluster-stop)
 
 GO ?= go
 PACKAGES := ./...
 
-.PHONY: all test fmt-check vet services demo bench faults compile tidy
+.PHONY: all test fmt-check vet services demo bench faults compile tidy cluster cluster-stop
 
 all: test
 
@@ -22,6 +23,12 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
+
+cluster: services
+	@bash scripts/cluster.sh start
+
+cluster-stop:
+	@bash scripts/cluster.sh stop
 
 compile:
 	$(GO) build $(PACKAGES)
