@@ -93,21 +93,22 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 			b.unlock()
 			return fmt.Errorf("memory: stream %q: %w", name, messaging.ErrQueueEmpty)
 		}
-		queueChanged, streamChanged := s.queue.waiter(), s.waiter()
+		queueChanged, streamChanged, expiriesChanged := s.queue.waiter(), s.waiter(), b.expiryWaiterLocked()
 		expiry := b.nextExpiryLocked()
 		s.waiting = true
 		b.waiting++
 		b.unlock()
-		if err := s.wait(ctx, queueChanged, streamChanged, expiry); err != nil {
+		if err := s.wait(ctx, queueChanged, streamChanged, expiriesChanged, expiry); err != nil {
 			return err
 		}
 	}
 }
 
-// wait blocks until the queue or stream changes, ctx ends, or the next message
+// wait blocks until the queue or stream changes, ctx ends, the next message
 // expiry anywhere in the broker is due (an expired message may be
-// dead-lettered into this stream's queue).
-func (s *stream) wait(ctx context.Context, queueChanged, streamChanged <-chan struct{}, expiry time.Duration) error {
+// dead-lettered into this stream's queue), or a message that expires is
+// enqueued (it may be due before the timer).
+func (s *stream) wait(ctx context.Context, queueChanged, streamChanged, expiriesChanged <-chan struct{}, expiry time.Duration) error {
 	var due <-chan time.Time
 	if expiry >= 0 {
 		timer := time.NewTimer(expiry)
@@ -119,6 +120,7 @@ func (s *stream) wait(ctx context.Context, queueChanged, streamChanged <-chan st
 		return ctx.Err()
 	case <-queueChanged:
 	case <-streamChanged:
+	case <-expiriesChanged:
 	case <-due:
 	}
 	return nil
