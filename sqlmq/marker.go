@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 )
 
 // marker marks confirmed pages dispatched on a goroutine of its own, so the
@@ -21,6 +22,13 @@ type marker struct {
 	pages   chan markJob
 	pending sync.WaitGroup // pages handed over and not yet marked
 	stopped chan struct{}
+
+	mu sync.Mutex
+	// deadline, set by stop, ends the marking of what is still waiting: past
+	// it a page is left unmarked (published again at the next start), so
+	// several pages waiting on a database that does not answer cannot hold
+	// Close for a markTimeout each.
+	deadline time.Time
 }
 
 // markQueue is how many confirmed pages may wait for their mark.
@@ -67,7 +75,11 @@ func (m *marker) run() {
 				break gather
 			}
 		}
-		m.p.settle(job.ctx, rows)
+		if m.pastDeadline() {
+			m.p.outbox.forget(rows)
+		} else {
+			m.p.settle(job.ctx, rows)
+		}
 		for range jobs {
 			m.pending.Done()
 		}
@@ -88,11 +100,20 @@ func (m *marker) mark(ctx context.Context, rows []row) {
 // because the context ended: then its rows are published again later).
 func (m *marker) flush() { m.pending.Wait() }
 
-// stop marks what was handed over and ends the goroutine. Each page's first
-// attempt runs even after the context ended (bounded by markTimeout): the
-// broker has those messages, and marking them now saves publishing them again
-// at the next start.
+// stop marks what was handed over and ends the goroutine. The marks run
+// even after the context ended, for markTimeout in all (each attempt bounded
+// by it too): the broker has those messages, and marking them now saves
+// publishing them again at the next start.
 func (m *marker) stop() {
+	m.mu.Lock()
+	m.deadline = time.Now().Add(markTimeout)
+	m.mu.Unlock()
 	close(m.pages)
 	<-m.stopped
+}
+
+func (m *marker) pastDeadline() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.deadline.IsZero() && time.Now().After(m.deadline)
 }
