@@ -29,15 +29,8 @@ const retryExchange = retrypolicy.RetryExchange
 // The deadletter package reaches it by asserting this method on a
 // messaging.Connection.
 func (c *connection) DeclareRetryRung(ctx context.Context, queue, rung string, ttl time.Duration) (err error) {
-	switch {
-	case queue == "" || rung == "":
-		return fmt.Errorf("declare retry rung %q for queue %q: both names are required", rung, queue)
-	case queue == rung:
-		return fmt.Errorf("declare retry rung %q for queue %q: the rung must be a queue of its own, or messages would loop", rung, queue)
-	case ttl < time.Second || ttl%time.Second != 0:
-		return fmt.Errorf("declare retry rung %q for queue %q: the delay %s is not a whole number of seconds, at least 1s; take the rung from retrypolicy.Policy.Rungs or RungFor, which round a wait up to whole seconds", rung, queue, ttl)
-	case rung != retrypolicy.RungName(queue, ttl):
-		return fmt.Errorf("declare retry rung %q for queue %q: a rung holding %s must be named %q (retrypolicy.RungName), so that its name says its TTL and no two waits share a name", rung, queue, ttl, retrypolicy.RungName(queue, ttl))
+	if err := retrypolicy.CheckRung(queue, rung, ttl); err != nil {
+		return err
 	}
 	ch, err := c.openChannel(ctx)
 	if err != nil {

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -120,4 +121,24 @@ func ceilSecond(delay time.Duration) time.Duration {
 		seconds = math.MaxInt64 / int64(time.Second)
 	}
 	return time.Duration(seconds) * time.Second
+}
+
+// CheckRung reports why a transport must not declare rung as queue's retry
+// rung holding ttl: a name missing, the rung named as its own queue (its
+// messages would loop), a ttl that is not a whole number of seconds (at least
+// one), or a name other than RungName(queue, ttl), which would let two waits
+// share a name with different TTLs (the broker refuses that with
+// PRECONDITION_FAILED). Every transport's DeclareRetryRung checks it first.
+func CheckRung(queue, rung string, ttl time.Duration) error {
+	switch {
+	case queue == "" || rung == "":
+		return fmt.Errorf("declare retry rung %q for queue %q: both names are required", rung, queue)
+	case queue == rung:
+		return fmt.Errorf("declare retry rung %q for queue %q: the rung must be a queue of its own, or messages would loop", rung, queue)
+	case ttl < time.Second || ttl%time.Second != 0:
+		return fmt.Errorf("declare retry rung %q for queue %q: the delay %s is not a whole number of seconds, at least 1s; take the rung from retrypolicy.Policy.Rungs or RungFor, which round a wait up to whole seconds", rung, queue, ttl)
+	case rung != RungName(queue, ttl):
+		return fmt.Errorf("declare retry rung %q for queue %q: a rung holding %s must be named %q (retrypolicy.RungName), so that its name says its TTL and no two waits share a name", rung, queue, ttl, RungName(queue, ttl))
+	}
+	return nil
 }
