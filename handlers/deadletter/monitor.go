@@ -21,6 +21,12 @@ const (
 	// or every message of a batch failing alone the same way); nothing is set
 	// aside, the delivery is not acknowledged and the broker redelivers it.
 	ActionHeldForOutage = "held_for_outage"
+	// ActionRungMissing: a wait the policy holds in the broker could not use
+	// its retry rung (the connection cannot declare one, or the declaration
+	// or the publish to it failed); reason is why. It is reported beside the
+	// delivery's own outcome: retried (waited in the process, within the
+	// broker-wait threshold) or set_aside_failed (a longer wait).
+	ActionRungMissing = "rung_missing"
 )
 
 // Monitor receives one Settled call per delivery and decision: queue is the

@@ -124,6 +124,7 @@ func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, 
 		if rungErr == nil {
 			return nil
 		}
+		c.config.monitor.Settled(queue, ActionRungMissing, bounded(fmt.Sprintf("retry rung %s: %v", rung.Name, rungErr)))
 		threshold := c.config.policy.BrokerWaitThreshold()
 		if delay > threshold {
 			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",

@@ -145,7 +145,8 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInstea
 	f.So(errors.Is(f.results[0], errNoDeclarer), should.BeTrue)
 	f.So(f.sleeper.slept, should.BeEmpty)
 	f.So(f.connector.dispatches(), should.BeEmpty)
-	f.So(f.monitor.events[0], should.StartWith, "q set_aside_failed ")
+	f.So(f.monitor.events[0], should.StartWith, "q rung_missing retry rung q.retry.1m: ")
+	f.So(f.monitor.events[1], should.StartWith, "q set_aside_failed ")
 }
 
 func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
