@@ -77,7 +77,8 @@ const usage = `usage:
   warrenmq replay          [-amqp URL] [-exchange X] [-key K] [-type T] [-error TEXT] [-header N=V]
                            [-limit N] [-deadline D] [-keep-attempts] [-dry-run] [-json] QUEUE
   warrenmq schedule topology [-check] [-amqp URL] [-timeout 10s] [-json]
-  warrenmq queues          [-amqp URL] [-policy exponential:6:10s:5m] [-schedule] [-json] QUEUE ...`
+  warrenmq queues          [-amqp URL] [-policy exponential:6:10s:5m] [-schedule] [-json] QUEUE ...
+  warrenmq stream tail     [-amqp URL] [-from next|first|last|OFFSET|TIME|AGO] [-limit N] [-for D] STREAM`
 
 // addressVariables are the environment variables that may hold an address
 // with a password.
@@ -94,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	stdout, stderr = redacting{stdout, secrets}, redacting{stderr, secrets}
 	if err := dispatch(ctx, args, stdout, stderr); err != nil {
-		return redacted{err: err, text: mask(err.Error(), secrets)}
+		return redact.WithText(err, mask(err.Error(), secrets))
 	}
 	return nil
 }
@@ -135,16 +136,6 @@ func (r redacting) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// redacted is an error whose text has its passwords masked; errors.Is and
-// errors.As still see what it wraps.
-type redacted struct {
-	err  error
-	text string
-}
-
-func (r redacted) Error() string { return r.text }
-func (r redacted) Unwrap() error { return r.err }
-
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: no command\n%s", errUsage, usage)
@@ -168,6 +159,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runSchedule(ctx, args[1:], stdout, stderr)
 	case "queues":
 		return runQueues(ctx, args[1:], stdout, stderr)
+	case "stream":
+		return runStream(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -152,8 +152,14 @@ func Error(err error, addrs ...string) error {
 	if err == nil {
 		return nil
 	}
-	text := Text(err.Error(), addrs...)
-	if text == err.Error() {
+	return WithText(err, Text(err.Error(), addrs...))
+}
+
+// WithText returns err reading text instead of its own (text being err's
+// own, masked by the caller's rule), or err itself when they are the same.
+// errors.Is and errors.As see through it to everything err wraps.
+func WithText(err error, text string) error {
+	if err == nil || text == err.Error() {
 		return err
 	}
 	return &maskedError{text: text, err: err}
