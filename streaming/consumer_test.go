@@ -92,12 +92,18 @@ func (f *ConsumerFixture) TestStreamConfigComesFromTheSubscriptionOptions() {
 		SubscriptionOptions.BufferCapacity(10),
 		SubscriptionOptions.BatchCapacity(5),
 		SubscriptionOptions.StreamReplication(true),
+		SubscriptionOptions.Bindings(messaging.StreamBinding{Exchange: "orders", Kind: messaging.ExchangeTopic, Key: "order.*"}),
+		SubscriptionOptions.QueueArguments(map[string]any{"x-single-active-consumer": true}),
+		SubscriptionOptions.ConsumerArguments(map[string]any{"x-priority": int32(5)}),
 	)
 	eventually(f.T(), f.stream.waiting(0))
 	f.So(f.connector.configs, should.Equal, []messaging.StreamConfig{{
 		StreamName: "q", ConsumerName: "consumer", Topics: []string{"a", "b"},
 		EstablishTopology: true, Replication: true, DeadLetters: true,
 		BufferCapacity: 10, BatchCapacity: 5,
+		Bindings:          []messaging.StreamBinding{{Exchange: "orders", Kind: messaging.ExchangeTopic, Key: "order.*"}},
+		QueueArguments:    map[string]any{"x-single-active-consumer": true},
+		ConsumerArguments: map[string]any{"x-priority": int32(5)},
 	}})
 }
 

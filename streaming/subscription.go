@@ -1,6 +1,7 @@
 package streaming
 
 import (
+	"maps"
 	"math"
 	"time"
 
@@ -69,6 +70,10 @@ type Subscription struct {
 	reconnectDelay    time.Duration
 	strategy          Strategy
 	shutdownTimeout   time.Duration
+	bindings          []messaging.StreamBinding
+	queueType         messaging.QueueType
+	queueArguments    map[string]any
+	consumerArguments map[string]any
 }
 
 // SubscriptionOptions configures NewSubscription. It is a singleton whose
@@ -125,7 +130,37 @@ func (s *Subscription) streamConfig() messaging.StreamConfig {
 		DeadLetters:       s.deadLetters,
 		BufferCapacity:    s.bufferCapacity,
 		BatchCapacity:     s.batchCapacity,
+		Bindings:          append([]messaging.StreamBinding(nil), s.bindings...),
+		QueueType:         s.queueType,
+		QueueArguments:    maps.Clone(s.queueArguments),
+		ConsumerArguments: maps.Clone(s.consumerArguments),
 	}
+}
+
+// Bindings adds bindings declared (with their exchanges) each time the stream
+// opens, when EstablishTopology is on: a direct or topic exchange under a
+// key, beside the fanout shorthand of Topics. A binding deleted while the
+// service runs is restored at the next reconnect.
+func (subscriptionSingleton) Bindings(bindings ...messaging.StreamBinding) subscriptionOption {
+	return func(s *Subscription) { s.bindings = append(s.bindings, bindings...) }
+}
+
+// QueueType declares the queue of this type (classic, quorum or stream);
+// empty follows StreamReplication.
+func (subscriptionSingleton) QueueType(queueType messaging.QueueType) subscriptionOption {
+	return func(s *Subscription) { s.queueType = queueType }
+}
+
+// QueueArguments are declared on the queue besides its type and dead-letter
+// arguments: x-single-active-consumer, x-max-length, x-message-ttl, ...
+func (subscriptionSingleton) QueueArguments(arguments map[string]any) subscriptionOption {
+	return func(s *Subscription) { s.queueArguments = maps.Clone(arguments) }
+}
+
+// ConsumerArguments are passed to the consume call: x-priority, or
+// x-stream-offset on a stream queue (patterns/streams sets it for you).
+func (subscriptionSingleton) ConsumerArguments(arguments map[string]any) subscriptionOption {
+	return func(s *Subscription) { s.consumerArguments = maps.Clone(arguments) }
 }
 
 // Name sets the consumer name reported to the broker.
