@@ -47,6 +47,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
+	"github.com/warrenmq/messaging/patterns/idempotency"
 	"github.com/warrenmq/messaging/patterns/request"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
@@ -240,11 +241,19 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	// 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
 	//    messages commit together), retry around it, settlement outermost.
 	//    The retry budget is stated once: five attempts, 100 ms doubling to 2 s.
+	//    Shipping is guarded by an idempotency claim written in the same
+	//    transaction: a redelivered order (a lost acknowledgement) is a
+	//    duplicate, accepted without shipping it twice.
 	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
+	claims, err := idempotency.NewSQLStore(db, sqlmq.MySQL)
+	if err != nil {
+		return err
+	}
+	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(metrics.Idempotency()))
 	shipper := deadletter.New(transport,
 		tracing.handler(retry.New(
 			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
-				return &shipOrders{tx: state.Tx, writer: state.Writer}
+				return once(&shipOrders{tx: state.Tx, writer: state.Writer})
 			}, transactional.Options.Monitor(metrics.Transactional())),
 			retry.Options.Policy(budget),
 			retry.Options.Monitor(metrics.Retry()),

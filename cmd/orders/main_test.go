@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/rabbitmq"
 )
 
 // TestOrdersShipEndToEnd runs the example service against the local RabbitMQ and
@@ -186,4 +190,64 @@ func waitRecorded(t *testing.T, db *sql.DB, ids []string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// TestARedeliveredOrderIsShippedOnce publishes one order-placed message twice
+// with one message id, as a publisher that lost its confirm would: the
+// shipper's idempotency claim (written in its transaction) makes the second
+// a duplicate, accepted without running the handler again.
+func TestARedeliveredOrderIsShippedOnce(t *testing.T) {
+	amqpURL := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	service := startService(t, amqpURL)
+	defer service.stop(t)
+
+	transport := rabbitmq.New(rabbitmq.Options.Address(amqpURL))
+	defer transport.Close()
+	writer := batch.New(transport)
+	defer writer.Close()
+	id := messaging.NewID()
+	placed := messaging.Dispatch{Topic: placedTopic, MessageID: id, MessageType: placedTopic, Mandatory: true,
+		ContentType: "application/json", Payload: []byte(`{"order_id":"` + id + `","item":"book","quantity":1}`)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 2 {
+		if _, err := writer.Write(ctx, placed); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var confirmed bool
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := db.QueryRowContext(ctx, "SELECT confirmed FROM acemq_idempotency WHERE `key` = ?", id).Scan(&confirmed)
+		if err == nil && confirmed && duplicates(t, client, "http://"+service.address) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second copy was not answered as a duplicate within 30 s (claim confirmed %v, err %v)", confirmed, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// duplicates reads idempotency_total{outcome="duplicate"} for the ship queue
+// from /metrics.
+func duplicates(t *testing.T, client *http.Client, base string) int {
+	response, err := client.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer response.Body.Close()
+	body, _ := io.ReadAll(response.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "idempotency_total{") && strings.Contains(line, `outcome="duplicate"`) && strings.Contains(line, shipQueue) {
+			var n float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &n); err == nil {
+				return int(n)
+			}
+		}
+	}
+	return 0
 }

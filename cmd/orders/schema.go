@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/warrenmq/messaging/patterns/idempotency"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -41,8 +42,19 @@ func createTables(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("create the example's tables: %w (does the user in -dsn have CREATE rights on the database?)", err)
 		}
 	}
+	// The shipper's idempotency claims (acemq_idempotency, the AceMQ name, so
+	// services in other languages can share it).
+	claims, err := idempotency.NewSQLStore(db, sqlmq.MySQL)
+	if err != nil {
+		return err
+	}
+	for _, statement := range sqlmq.Statements(claims.Schema()) {
+		if _, err := db.ExecContext(ctx, statement); err != nil {
+			return fmt.Errorf("create the idempotency table: %w", err)
+		}
+	}
 	var present int
-	err := db.QueryRowContext(ctx,
+	err = db.QueryRowContext(ctx,
 		"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'Messages'").Scan(&present)
 	if err != nil {
 		return fmt.Errorf("look for the outbox table: %w", err)
