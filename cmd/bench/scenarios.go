@@ -98,6 +98,12 @@ func consumeScenario(s settings) scenario {
 }
 
 func consumeOurs(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, options ...streaming.SubscriptionOption) (measurement, error) {
+	return consumeWith(ctx, s, queue, body, limit, 1, nil, options...)
+}
+
+// consumeWith is consumeOurs with workers workers sharing one handler, wrapped
+// in wrap when it is not nil (a pattern's middleware, to measure its cost).
+func consumeWith(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, workers int, wrap messaging.Middleware, options ...streaming.SubscriptionOption) (measurement, error) {
 	if err := preload(ctx, s, queue, body); err != nil {
 		return measurement{}, err
 	}
@@ -122,8 +128,15 @@ func consumeOurs(ctx context.Context, s settings, queue string, body []byte, lim
 			}
 		}
 	}))
+	if wrap != nil {
+		handler = wrap(handler)
+	}
+	each := make([]messaging.Handler, max(workers, 1))
+	for i := range each {
+		each[i] = handler
+	}
 	options = append([]streaming.SubscriptionOption{
-		streaming.SubscriptionOptions.AddWorkers(handler),
+		streaming.SubscriptionOptions.AddWorkers(each...),
 		streaming.SubscriptionOptions.EstablishTopology(false),
 		streaming.SubscriptionOptions.DeadLetters(false),
 	}, options...)

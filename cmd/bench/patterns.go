@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/sqltx"
+	"github.com/warrenmq/messaging/patterns/idempotency"
+	"github.com/warrenmq/messaging/patterns/ordering"
+	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/streaming"
+)
+
+// patternsScenario: the cost of the consumer patterns, each beside the same
+// consumer without it in the same run. idempotency-sql-1 claims and confirms
+// every message in MariaDB (batch 1, one worker: the worst case, two
+// statements per message); ordering-8 keeps per-key order across 8 workers
+// with every message its own key (the many-keys case).
+func patternsScenario(s settings) scenario {
+	body, _ := json.Marshal(benchMessage{Data: strings.Repeat("x", max(0, s.size-12))})
+	limit := 2 * time.Minute
+	batchOne := streaming.SubscriptionOptions.BatchCapacity(1)
+	return scenario{name: "patterns", sides: []side{
+		{name: "plain-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeWith(ctx, s, queue, body, limit, 1, nil, batchOne)
+		}},
+		{name: "idempotency-sql-1", baseline: "plain-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeIdempotent(ctx, s, queue, body, limit, 1)
+		}},
+		{name: "sqltx-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeTransactional(ctx, s, queue, body, limit, false)
+		}},
+		{name: "sqltx-idempotent-1", baseline: "sqltx-1", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeTransactional(ctx, s, queue, body, limit, true)
+		}},
+		{name: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeWith(ctx, s, queue, body, limit, 8, nil, batchOne)
+		}},
+		{name: "idempotency-sql-8", baseline: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeIdempotent(ctx, s, queue, body, limit, 8)
+		}},
+		{name: "ordering-8", baseline: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			byID := ordering.Key(func(_ any, d messaging.Delivery) string { return d.MessageID })
+			return consumeWith(ctx, s, queue, body, limit, 8, ordering.New(byID), batchOne)
+		}},
+	}}
+}
+
+// consumeIdempotent is consumeWith over a fresh MariaDB claim table (dropped
+// after the run, so every round claims every message anew).
+func consumeIdempotent(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, workers int) (measurement, error) {
+	db, err := openDatabase(ctx, s.dsn)
+	if err != nil {
+		return measurement{}, err
+	}
+	defer db.Close()
+	const table = "bench_idempotency"
+	store, err := idempotency.NewSQLStore(db, sqlmq.MySQL, idempotency.StoreOptions.Table(table))
+	if err != nil {
+		return measurement{}, err
+	}
+	if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS "+table); err != nil {
+		return measurement{}, err
+	}
+	for _, statement := range sqlmq.Statements(store.Schema()) {
+		if _, err := db.ExecContext(ctx, statement); err != nil {
+			return measurement{}, fmt.Errorf("create %s: %w", table, err)
+		}
+	}
+	defer func() { _, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+table) }()
+	return consumeWith(ctx, s, queue, body, limit, workers, idempotency.New(store), streaming.SubscriptionOptions.BatchCapacity(1))
+}
+
+// consumeTransactional is a consumer whose handler does what a real one does,
+// one INSERT per message in a transaction per batch (handlers/sqltx), with
+// the idempotency claim written in that same transaction when idempotent
+// (idempotency.InTransaction): the cost of the guard where it is meant to run.
+func consumeTransactional(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, idempotent bool) (measurement, error) {
+	db, err := openDatabase(ctx, s.dsn)
+	if err != nil {
+		return measurement{}, err
+	}
+	defer db.Close()
+	const claims, effects = "bench_idempotency", "bench_effects"
+	store, err := idempotency.NewSQLStore(db, sqlmq.MySQL, idempotency.StoreOptions.Table(claims))
+	if err != nil {
+		return measurement{}, err
+	}
+	ddl := append([]string{"DROP TABLE IF EXISTS " + claims, "DROP TABLE IF EXISTS " + effects,
+		"CREATE TABLE " + effects + " (id varchar(64) NOT NULL PRIMARY KEY, handled_at datetime(6) NOT NULL)"},
+		sqlmq.Statements(store.Schema())...)
+	for _, statement := range ddl {
+		if _, err := db.ExecContext(ctx, statement); err != nil {
+			return measurement{}, fmt.Errorf("prepare the bench tables: %w", err)
+		}
+	}
+	defer func() {
+		_, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+claims)
+		_, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+effects)
+	}()
+	write := messaging.Middleware(func(inner messaging.Handler) messaging.Handler {
+		return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+			tx := messaging.TransactionSlotFrom(ctx).Tx
+			for _, delivery := range messaging.DeliveriesFrom(ctx) {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO "+effects+" (id, handled_at) VALUES (?, NOW(6))", delivery.MessageID); err != nil {
+					panic(err)
+				}
+			}
+			inner.Handle(ctx, messages...)
+		})
+	})
+	var guard messaging.Middleware
+	if idempotent {
+		guard = idempotency.InTransaction(store)
+	}
+	return consumeWith(ctx, s, queue, body, limit, 1, messaging.Chain(sqltx.Middleware(db), guard, write), streaming.SubscriptionOptions.BatchCapacity(1))
+}
