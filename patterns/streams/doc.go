@@ -12,7 +12,7 @@
 // Read is the streaming runtime over a Connector decorator that sends the
 // offset (and resumes it after a dropped connection), with the runtime's
 // settlement around a middleware that refuses Retry and InProgress. See
-// doc/patterns-streams.md.
+// doc/streams.md.
 //
 // Rows of the patterns map (ST1-ST30, ID9), as built here:
 //

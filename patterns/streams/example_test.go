@@ -58,7 +58,7 @@ func (p projection) Handle(ctx context.Context, _ ...any) {
 	}
 }
 
-// A projection that resumes from its checkpoint (doc/patterns-streams.md;
+// A projection that resumes from its checkpoint (doc/streams.md;
 // checkpoint_integration_test.go runs it on RabbitMQ and MariaDB).
 func Example_checkpoint() {
 	ctx := context.Background()
