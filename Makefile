@@ -41,6 +41,7 @@ bench: services
 
 faults: services
 	$(GO) test -race -count=1 -timeout 60m -run Fault -v ./internal/faults/ -faults.full
+	WARRENMQ_FAULTS_FULL=1 $(GO) test -race -count=1 -timeout 20m -run RollingRestart -v ./cmd/orders/
 
 tidy:
 	$(GO) mod tidy

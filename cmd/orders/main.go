@@ -84,6 +84,10 @@ type settings struct {
 	http string
 	// trace is -trace: empty (off), stderr, or an OTLP/HTTP collector's address.
 	trace string
+	// quorum is -quorum: the subscriptions' queues are quorum queues,
+	// replicated across a cluster's nodes (declare it before the first start:
+	// a queue's type cannot change).
+	quorum bool
 	// ready, when set, receives the listening address once the service serves.
 	ready chan<- string
 	// server bounds the HTTP edge; zero fields take the defaults.
@@ -144,6 +148,7 @@ func main() {
 	flag.StringVar(&s.dsn, "dsn", envOr("ORDERS_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source name (env ORDERS_DSN)")
 	flag.StringVar(&s.http, "http", envOr("ORDERS_HTTP", "127.0.0.1:8080"), "HTTP listen address (env ORDERS_HTTP)")
 	flag.StringVar(&s.trace, "trace", envOr("ORDERS_TRACE", ""), "traces: empty for none, stderr to print spans, or host:port or an http(s) URL of an OTLP/HTTP collector (env ORDERS_TRACE)")
+	flag.BoolVar(&s.quorum, "quorum", os.Getenv("ORDERS_QUORUM") == "true", "declare the subscriptions' queues as quorum queues, replicated across a cluster (env ORDERS_QUORUM=true)")
 	flag.Parse()
 	if s.amqp == "" {
 		s.amqp = envOr("ORDERS_AMQP", "amqp://guest:guest@127.0.0.1:5672/")
@@ -280,6 +285,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		streaming.Options.Subscriptions(
 			streaming.NewSubscription(shipQueue,
 				streaming.SubscriptionOptions.Topics(placedTopic),
+				streaming.SubscriptionOptions.StreamReplication(s.quorum),
 				streaming.SubscriptionOptions.AddWorkers(shipper, shipper),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
@@ -287,6 +293,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 			),
 			streaming.NewSubscription(shippedQueue,
 				streaming.SubscriptionOptions.Topics(shippedTopic),
+				streaming.SubscriptionOptions.StreamReplication(s.quorum),
 				streaming.SubscriptionOptions.AddWorkers(recorder),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
