@@ -321,7 +321,15 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	}
 	defer orders.close()
 
-	// 7. Quotes: a responder on orders.quote and the requester the API asks it with.
+	// 7. The shipment log: order-shipped events on a stream, projected into
+	//    MariaDB from a checkpoint kept in the projection's own transaction.
+	stopShipmentLog, err := startShipmentLog(ctx, transport, db, logger)
+	if err != nil {
+		return err
+	}
+	defer stopShipmentLog()
+
+	// 8. Quotes: a responder on orders.quote and the requester the API asks it with.
 	asker, stopQuotes, err := startQuotes(ctx, transport, db, logger, request.Options.Monitor(metrics.Request()))
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,6 +45,7 @@ func TestOrdersShipEndToEnd(t *testing.T) {
 
 	waitShipped(t, client, base, ids)
 	waitRecorded(t, db, ids)
+	waitProjected(t, db, ids)
 
 	response, err = client.Get(base + "/metrics")
 	if err != nil {
@@ -74,6 +76,7 @@ func TestOrdersShipEndToEnd(t *testing.T) {
 	restarted := startService(t, "amqp://guest:guest@127.0.0.1:1/ "+amqpURL)
 	waitShipped(t, client, "http://"+restarted.address, late)
 	waitRecorded(t, db, late)
+	waitProjected(t, db, late) // the restarted projection went on from its checkpoint
 	restarted.stop(t)
 }
 
@@ -168,6 +171,29 @@ func waitShipped(t *testing.T, client *http.Client, base string, ids []string) {
 				t.Fatalf("order %s is %q after 60s, want shipped", id, view.Status)
 			}
 			time.Sleep(20 * time.Millisecond) // polling a real service
+		}
+	}
+}
+
+// waitProjected waits until the shipment log's projection, reading the
+// orders.shipments stream, has applied every one of ids.
+func waitProjected(t *testing.T, db *sql.DB, ids []string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for _, id := range ids {
+		for {
+			var offset int64
+			err := db.QueryRow("SELECT stream_offset FROM shipment_log WHERE order_id = ?", id).Scan(&offset)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("order %s is not in the shipment log's projection after 60s", id)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }
