@@ -1,6 +1,7 @@
-// Package batch provides a Writer that publishes each call as one committed
-// batch: it connects lazily, writes through a CommitWriter, commits, and after
-// an error that may have broken its channel or connection closes what it holds
+// Package batch provides a Writer that publishes each call as one confirmed
+// batch: it connects lazily, publishes through one transport Writer shared by
+// concurrent callers (their confirms pipelined on one channel), and after an
+// error that may have broken its channel or connection closes what it holds
 // so the next call redials. An error that leaves the connection healthy (a
 // message unroutable, refused by the broker or over a wire limit, or the broker
 // blocking the connection during an alarm) keeps it: while blocked, calls fail
@@ -15,18 +16,24 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/redial"
 )
 
-// Writer is a messaging.Writer over a Connector. It is safe for concurrent use;
-// calls are serialised on its one connection.
+// Writer is a messaging.Writer over a Connector. It is safe for concurrent
+// use, and concurrent calls do not wait for each other: they share one
+// transport Writer, whose publishes and confirms are pipelined on one channel,
+// so many goroutines publishing a message each cost one channel, not one
+// round trip each in turn.
 type Writer struct {
 	link *redial.Link
 
-	mu     sync.Mutex // serialises calls on the one writer
-	closed bool
+	// calls is held shared by every Write and exclusively by Close, so Close
+	// waits for the calls in flight (each bounded by the transport).
+	calls  sync.RWMutex
+	closed atomic.Bool
 }
 
 // New returns a Writer that publishes through connector. It does not connect
@@ -35,34 +42,28 @@ func New(connector messaging.Connector) *Writer {
 	return &Writer{link: redial.New(connector, "batch writer")}
 }
 
-// Write publishes dispatches as one batch and returns how many landed. An error
-// that may have broken the connection (connect, write, a lost confirm, a
-// timeout, a closed channel) closes it so that the next call redials; one that
-// leaves it healthy (unroutable, refused, over a wire limit, publishing paused
-// by a blocked connection) keeps it.
+// Write publishes dispatches and returns how many landed (confirmed, and
+// routed when mandatory). An error that may have broken the connection
+// (connect, a lost confirm, a timeout, a closed channel) closes it so that the
+// next call redials; one that leaves it healthy (unroutable, over a wire
+// limit, publishing paused by a blocked connection) keeps it; a nack keeps the
+// connection but opens a new channel for the next call.
 func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	if len(dispatches) == 0 {
 		return 0, nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
+	w.calls.RLock()
+	defer w.calls.RUnlock()
+	if w.closed.Load() {
 		return 0, fmt.Errorf("batch writer: %w", messaging.ErrClosed)
 	}
-	writer, connection, err := w.link.Writer(ctx)
+	writer, connection, err := w.link.Shared(ctx)
 	if err != nil {
 		w.link.Discard(connection)
 		return 0, err
 	}
-	if _, err := writer.Write(ctx, dispatches...); err != nil {
-		if !keepsConnection(err) {
-			w.link.Discard(connection)
-		} else {
-			_ = writer.Rollback() // nothing of a failed call may ride on the next one
-		}
-		return 0, fmt.Errorf("batch writer: write %d message(s): %w", len(dispatches), err)
-	}
-	if err := writer.Commit(); err != nil {
+	n, err := writer.Write(ctx, dispatches...)
+	if err != nil {
 		switch {
 		case !keepsConnection(err):
 			w.link.Discard(connection)
@@ -71,11 +72,11 @@ func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 			// (after a quorum queue's leader failed, RabbitMQ nacks every
 			// later publish of a channel that published to it, while a new
 			// channel is acked), so the next call opens a new one.
-			w.link.DropWriter(writer)
+			w.link.DropShared(writer)
 		}
-		return landed(err), fmt.Errorf("batch writer: commit %d message(s): %w", len(dispatches), err)
+		return max(n, landed(err)), fmt.Errorf("batch writer: publish %d message(s): %w", len(dispatches), err)
 	}
-	return len(dispatches), nil
+	return n, nil
 }
 
 // landed counts the messages a commit error reports as confirmed and routed.
@@ -115,11 +116,11 @@ func keepsConnection(err error) bool {
 	return true
 }
 
-// Close releases the connection, after the call in progress if there is
-// one. Later writes fail with messaging.ErrClosed.
+// Close releases the connection once the calls in flight have returned.
+// Later writes fail with messaging.ErrClosed.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
+	w.closed.Store(true)
+	w.calls.Lock()
+	defer w.calls.Unlock()
 	return w.link.Close()
 }

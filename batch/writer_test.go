@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -23,7 +25,7 @@ type WriterFixture struct {
 }
 
 func (f *WriterFixture) Setup() {
-	f.connector = &fakeConnector{}
+	f.connector = &fakeConnector{inside: make(chan struct{}, 8)}
 	f.writer = New(f.connector)
 }
 
@@ -169,12 +171,44 @@ func (f *WriterFixture) TestADispatchRefusedForAWireLimitKeepsTheConnectionAndCo
 	f.So(f.connector.last().closed, should.BeFalse)
 }
 
-func (f *WriterFixture) TestAWriteRefusedForAWireLimitKeepsTheConnectionAndCarriesNothingOver() {
+func (f *WriterFixture) TestAWriteRefusedForAWireLimitKeepsTheConnectionAndItsWriter() {
 	f.connector.writeErr = &messaging.FieldError{Field: "RoutingKey", Size: 300, Limit: 255}
 	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
 	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+	f.connector.writeErr = nil
+	_, err = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(err, should.BeNil)
 	f.So(f.connector.last().closed, should.BeFalse)
-	f.So(f.connector.last().last().rollbacks, should.Equal, 1)
+	f.So(f.connector.last().writers, should.HaveLength, 1)
+	f.So(f.connector.last().last().written, should.HaveLength, 1) // nothing of the refused call was sent
+}
+
+func (f *WriterFixture) TestConcurrentCallsShareOneWriterWithoutWaitingForEachOther() {
+	gate := make(chan struct{})
+	f.connector.hold = gate
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+			done <- err
+		}()
+	}
+	// Both calls are inside the shared writer's Write at once: with calls
+	// serialised the second would not arrive until the first returned.
+	for range 2 {
+		select {
+		case <-f.connector.inside:
+		case <-time.After(5 * time.Second):
+			close(gate)
+			f.T().(*testing.T).Fatal("the second call waited for the first: calls are serialised")
+		}
+	}
+	close(gate)
+	for range 2 {
+		f.So(<-done, should.BeNil)
+	}
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().writers, should.HaveLength, 1)
 }
 
 func (f *WriterFixture) TestAPausedFailureMixedWithALostConfirmRedials() {
@@ -202,6 +236,9 @@ type fakeConnector struct {
 	writerErr   error
 	writeErr    error
 	commitErr   error
+	// hold, when set, makes every Write signal inside and wait for it to close.
+	hold   chan struct{}
+	inside chan struct{}
 }
 
 func (c *fakeConnector) Connect(context.Context) (messaging.Connection, error) {
@@ -223,14 +260,16 @@ type fakeConnection struct {
 }
 
 func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) { return nil, nil }
-func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) { return nil, nil }
-func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
 	if c.connector.writerErr != nil {
 		return nil, c.connector.writerErr
 	}
 	writer := &fakeWriter{connector: c.connector}
 	c.writers = append(c.writers, writer)
 	return writer, nil
+}
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return nil, errors.New("batch must publish through the shared Writer")
 }
 func (c *fakeConnection) Close() error      { c.closed = true; return nil }
 func (c *fakeConnection) last() *fakeWriter { return c.writers[len(c.writers)-1] }
@@ -239,20 +278,28 @@ type fakeWriter struct {
 	connector *fakeConnector
 	written   []messaging.Dispatch
 	commits   int
-	rollbacks int
 	closed    bool
+	mu        sync.Mutex
 }
 
+// Write is a transport Writer's: publish, then wait for the confirms
+// (commitErr stands for what the confirms said; commits counts the calls
+// that got that far).
 func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	if w.connector.hold != nil {
+		w.connector.inside <- struct{}{}
+		<-w.connector.hold
+		w.mu.Lock()
+		defer w.mu.Unlock()
+	}
 	if w.connector.writeErr != nil {
 		return 0, w.connector.writeErr
 	}
 	w.written = append(w.written, dispatches...)
+	w.commits++
+	if err := w.connector.commitErr; err != nil {
+		return landed(err), err
+	}
 	return len(dispatches), nil
 }
-func (w *fakeWriter) Commit() error {
-	w.commits++
-	return w.connector.commitErr
-}
-func (w *fakeWriter) Rollback() error { w.rollbacks++; return nil }
-func (w *fakeWriter) Close() error    { w.closed = true; return nil }
+func (w *fakeWriter) Close() error { w.closed = true; return nil }

@@ -134,7 +134,7 @@ func main() {
 	flag.IntVar(&s.window, "window", 1000, "unconfirmed publishes allowed in flight (both sides)")
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
 	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
-	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream); empty runs all")
+	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream, concurrent); empty runs all")
 	flag.Parse()
 
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -190,7 +190,7 @@ func shareLock(path string) (release func(), err error) {
 }
 
 func bench(ctx context.Context, s settings, only string) error {
-	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s)}
+	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s), concurrentScenario(s)}
 	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = ours / raw\n", s.size, s.window, s.rounds)
 	fmt.Printf("%-24s %9s %8s %9s %6s\n", "scenario", "msgs", "seconds", "msgs/s", "ratio")
 	for _, sc := range scenarios {

@@ -26,6 +26,7 @@ type Link struct {
 	mu         sync.Mutex
 	connection messaging.Connection
 	writer     messaging.CommitWriter
+	shared     messaging.Writer // a plain Writer, for callers that publish concurrently
 	closed     bool
 }
 
@@ -67,6 +68,48 @@ func (l *Link) Writer(ctx context.Context) (messaging.CommitWriter, messaging.Co
 	return writer, connection, nil
 }
 
+// Shared returns the kept plain Writer and the connection it is on, opening
+// what is missing. Unlike a CommitWriter it is safe for concurrent Write
+// calls: the transport pipelines their publishes and confirms on one channel,
+// so many callers of one message each do not wait for each other's round
+// trips. A writer that cannot be opened leaves the connection to the caller.
+func (l *Link) Shared(ctx context.Context) (messaging.Writer, messaging.Connection, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shared != nil {
+		return l.shared, l.connection, nil
+	}
+	connection, err := l.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	writer, err := connection.Writer(ctx)
+	if err != nil {
+		return nil, connection, fmt.Errorf("%s: open a writer: %w", l.name, err)
+	}
+	if writer == nil {
+		return nil, connection, fmt.Errorf("%s: the connection returned a nil writer", l.name)
+	}
+	l.shared = writer
+	return writer, connection, nil
+}
+
+// DropShared closes writer, if it is still the kept shared one, and keeps the
+// connection (see DropWriter).
+func (l *Link) DropShared(writer messaging.Writer) {
+	if writer == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.shared != writer {
+		l.mu.Unlock()
+		return
+	}
+	l.shared = nil
+	l.mu.Unlock()
+	_ = writer.Close()
+}
+
 func (l *Link) connect(ctx context.Context) (messaging.Connection, error) {
 	if l.closed {
 		return nil, fmt.Errorf("%s: %w", l.name, messaging.ErrClosed)
@@ -98,10 +141,10 @@ func (l *Link) Discard(connection messaging.Connection) {
 		l.mu.Unlock()
 		return
 	}
-	writer := l.writer
-	l.connection, l.writer = nil, nil
+	writer, shared := l.writer, l.shared
+	l.connection, l.writer, l.shared = nil, nil, nil
 	l.mu.Unlock()
-	closeBoth(writer, connection)
+	closeAll(writer, shared, connection)
 }
 
 // DropWriter closes writer, if it is still the kept one, and keeps the
@@ -126,10 +169,10 @@ func (l *Link) DropWriter(writer messaging.CommitWriter) {
 // Reset closes whatever is kept; the next call dials again.
 func (l *Link) Reset() {
 	l.mu.Lock()
-	writer, connection := l.writer, l.connection
-	l.connection, l.writer = nil, nil
+	writer, shared, connection := l.writer, l.shared, l.connection
+	l.connection, l.writer, l.shared = nil, nil, nil
 	l.mu.Unlock()
-	closeBoth(writer, connection)
+	closeAll(writer, shared, connection)
 }
 
 // Sever forgets whatever is kept and closes it in the background, which
@@ -138,11 +181,11 @@ func (l *Link) Reset() {
 // bounded by the transport's own close timeout.
 func (l *Link) Sever() {
 	l.mu.Lock()
-	writer, connection := l.writer, l.connection
-	l.connection, l.writer = nil, nil
+	writer, shared, connection := l.writer, l.shared, l.connection
+	l.connection, l.writer, l.shared = nil, nil, nil
 	l.mu.Unlock()
-	if writer != nil || connection != nil {
-		go closeBoth(writer, connection)
+	if writer != nil || shared != nil || connection != nil {
+		go closeAll(writer, shared, connection)
 	}
 }
 
@@ -151,13 +194,18 @@ func (l *Link) Sever() {
 // connection under them makes them return.
 func (l *Link) Close() error {
 	l.mu.Lock()
-	writer, connection := l.writer, l.connection
-	l.connection, l.writer, l.closed = nil, nil, true
+	writer, shared, connection := l.writer, l.shared, l.connection
+	l.connection, l.writer, l.shared, l.closed = nil, nil, nil, true
 	l.mu.Unlock()
 	var err error
+	if shared != nil {
+		if closeErr := shared.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
+			err = fmt.Errorf("%s: close the writer: %w", l.name, closeErr)
+		}
+	}
 	if writer != nil {
 		if closeErr := writer.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
-			err = fmt.Errorf("%s: close the commit writer: %w", l.name, closeErr)
+			err = errors.Join(err, fmt.Errorf("%s: close the commit writer: %w", l.name, closeErr))
 		}
 	}
 	if connection != nil {
@@ -168,9 +216,12 @@ func (l *Link) Close() error {
 	return err
 }
 
-func closeBoth(writer messaging.CommitWriter, connection messaging.Connection) {
+func closeAll(writer messaging.CommitWriter, shared messaging.Writer, connection messaging.Connection) {
 	if writer != nil {
 		_ = writer.Close() // the connection is being discarded as broken: its error adds nothing
+	}
+	if shared != nil {
+		_ = shared.Close()
 	}
 	if connection != nil {
 		_ = connection.Close()
