@@ -130,7 +130,7 @@ func main() {
 	flag.StringVar(&s.dsn, "dsn", envOr("WARRENMQ_MYSQL", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source for the outbox scenario")
 	flag.IntVar(&s.size, "size", 1024, "payload size in bytes")
 	flag.DurationVar(&s.duration, "duration", 3*time.Second, "time per publish and outbox run")
-	flag.IntVar(&s.rounds, "rounds", 2, "alternating rounds per scenario")
+	flag.IntVar(&s.rounds, "rounds", 3, "alternating rounds per scenario; the ratio is the median of the rounds' ratios")
 	flag.IntVar(&s.window, "window", 1000, "unconfirmed publishes allowed in flight (both sides)")
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
 	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
@@ -191,8 +191,8 @@ func shareLock(path string) (release func(), err error) {
 
 func bench(ctx context.Context, s settings, only string) error {
 	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s), concurrentScenario(s)}
-	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = ours / raw\n", s.size, s.window, s.rounds)
-	fmt.Printf("%-24s %9s %8s %9s %6s\n", "scenario", "msgs", "seconds", "msgs/s", "ratio")
+	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = the median over rounds of ours / baseline in the same round, spread = lowest-highest\n", s.size, s.window, s.rounds)
+	fmt.Printf("%-24s %9s %8s %9s %6s %11s\n", "scenario", "msgs", "seconds", "msgs/s", "ratio", "spread")
 	for _, sc := range scenarios {
 		if only != "" && !strings.Contains(","+only+",", ","+sc.name+",") {
 			continue
@@ -219,6 +219,7 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 	}
 
 	totals := make([]measurement, len(sc.sides))
+	rounds := make([][]measurement, len(sc.sides)) // each side's rounds, for the median and spread
 	order := make([]int, len(sc.sides))
 	for i := range order {
 		order[i] = i
@@ -233,15 +234,16 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 				return fmt.Errorf("%s: %w", sc.sides[i].name, err)
 			}
 			totals[i].add(m)
+			rounds[i] = append(rounds[i], m)
 		}
 		slices.Reverse(order) // alternate who goes first
 	}
 	for i, sd := range sc.sides {
-		baseline := totals[i]
+		baseline, baseRounds := totals[i], rounds[i]
 		if j := sideIndex(sc.sides, sd.baseline); j >= 0 {
-			baseline = totals[j]
+			baseline, baseRounds = totals[j], rounds[j]
 		}
-		printRow(sc.name+"/"+sd.name, totals[i], baseline)
+		printRow(sc.name+"/"+sd.name, totals[i], baseline, roundRatios(rounds[i], baseRounds))
 	}
 	if sc.allocs {
 		parts := make([]string, len(sc.sides))
@@ -268,12 +270,37 @@ func sideIndex(sides []side, name string) int {
 	return -1
 }
 
-func printRow(name string, m, baseline measurement) {
-	ratio := 0.0
-	if baseline.rate() > 0 {
-		ratio = m.rate() / baseline.rate()
+// roundRatios is each round's rate over the baseline's rate in the same
+// round: a noisy neighbour in one round moves one ratio, not the median.
+func roundRatios(side, baseline []measurement) []float64 {
+	ratios := make([]float64, 0, len(side))
+	for r := range min(len(side), len(baseline)) {
+		if baseline[r].rate() > 0 {
+			ratios = append(ratios, side[r].rate()/baseline[r].rate())
+		}
 	}
-	fmt.Printf("%-24s %9d %8.2f %9.0f %6.2f\n", name, m.msgs, m.elapsed.Seconds(), m.rate(), ratio)
+	slices.Sort(ratios)
+	return ratios
+}
+
+// printRow prints the side's totals, the median of its per-round ratios (the
+// ratio column) and their spread, lowest to highest.
+func printRow(name string, m, baseline measurement, ratios []float64) {
+	ratio, spread := 0.0, "-"
+	switch n := len(ratios); {
+	case n == 0:
+		if baseline.rate() > 0 {
+			ratio = m.rate() / baseline.rate()
+		}
+	case n%2 == 1:
+		ratio = ratios[n/2]
+	default:
+		ratio = (ratios[n/2-1] + ratios[n/2]) / 2
+	}
+	if len(ratios) > 1 {
+		spread = fmt.Sprintf("%.2f-%.2f", ratios[0], ratios[len(ratios)-1])
+	}
+	fmt.Printf("%-24s %9d %8.2f %9.0f %6.2f %11s\n", name, m.msgs, m.elapsed.Seconds(), m.rate(), ratio, spread)
 }
 
 func declareQueue(url, queue string) error {
