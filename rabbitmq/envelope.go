@@ -39,10 +39,16 @@ func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string, m
 		return outgoing{}, err
 	}
 	fields, props := wire.Encode(d, now, defaultOrigin)
-	headers := make(amqp.Table, len(fields))
+	// The map is ours (Encode made it): only values amqp091 cannot write as
+	// they are (a nested map[string]any, in a table or an array) are replaced,
+	// and the map itself becomes the table without a copy.
 	for name, value := range fields {
-		headers[name] = tableValue(value)
+		switch value.(type) {
+		case map[string]any, amqp.Table, []any:
+			fields[name] = tableValue(value)
+		}
 	}
+	headers := amqp.Table(fields)
 	mode := deliveryModePersistent
 	if !props.Persistent {
 		mode = deliveryModeTransient

@@ -99,12 +99,17 @@ func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[stri
 		timestamp = now
 	}
 
-	headers[HeaderID] = id
+	boxedID := any(id) // boxed once: the correlation is usually the id
+	headers[HeaderID] = boxedID
 	if messageType != "" {
 		headers[HeaderType] = messageType
 	}
 	headers[HeaderVersion] = AtLeastOne(d.Version)
-	headers[HeaderCorrelation] = correlation
+	if correlation == id {
+		headers[HeaderCorrelation] = boxedID
+	} else {
+		headers[HeaderCorrelation] = correlation
+	}
 	putString(headers, HeaderCausation, d.CausationID)
 	headers[HeaderAttempt] = AtLeastOne(d.Attempt)
 	headers[HeaderFirstSeen] = firstSeen.UnixMilli()
