@@ -14,7 +14,7 @@ func TestEncodingADispatchAllocatesAtMostNineTimes(t *testing.T) {
 	d := messaging.Dispatch{RoutingKey: "orders", Mandatory: true, ContentType: "application/octet-stream", Payload: make([]byte, 1024)}
 	now := time.Now()
 	allocs := testing.AllocsPerRun(1000, func() { _, _ = encodeDispatch(d, now, "acemq@host", 0) })
-	if allocs > 9 {
-		t.Fatalf("encodeDispatch allocates %.0f times per dispatch; want at most 9", allocs)
+	if limit := float64(9 + raceAllocs); allocs > limit {
+		t.Fatalf("encodeDispatch allocates %.0f times per dispatch; want at most %.0f", allocs, limit)
 	}
 }
