@@ -24,7 +24,7 @@ import (
 func TestMalformedTraceContextsAreHandledUnderFreshTraces(t *testing.T) {
 	url := testenv.Broker(t)
 	queue := testenv.Name(t, "otel-malformed")
-	t.Cleanup(func() { deleteTopology(url, nil, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, nil, queue, queue+".dlq", queue+".parked") })
 	valid := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	headers := map[string]amqp.Table{
 		"garbage":    {"traceparent": "00-garbage-01"},

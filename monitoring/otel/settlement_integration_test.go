@@ -32,7 +32,7 @@ func TestSettlementsOnTheBrokerAreEventsOfTheirTrace(t *testing.T) {
 	url := testenv.Broker(t)
 	t.Logf("the broker lock took %s", time.Since(began).Round(time.Millisecond))
 	queue := testenv.Name(t, "otel-settle")
-	t.Cleanup(func() { deleteTopology(url, nil, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, nil, queue, queue+".dlq", queue+".parked") })
 
 	rec := newRecorder()
 	tracing := New(Options.TracerProvider(rec.provider))

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -56,7 +55,7 @@ func TestAnOrderIsOneTraceFromTheRequestToTheLastHandler(t *testing.T) {
 	placedX, shippedX := testenv.Name(t, "otel-placed"), testenv.Name(t, "otel-shipped")
 	shipQ, logQ := testenv.Name(t, "otel-ship"), testenv.Name(t, "otel-log")
 	t.Cleanup(func() {
-		deleteTopology(url, []string{placedX, shippedX}, shipQ, shipQ+".dlq", shipQ+".parked", logQ, logQ+".dlq", logQ+".parked")
+		testenv.DeleteTopology(url, []string{placedX, shippedX}, shipQ, shipQ+".dlq", shipQ+".parked", logQ, logQ+".dlq", logQ+".parked")
 	})
 	table := outboxTable(t, db)
 	orders := "otel_orders_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
@@ -309,23 +308,4 @@ func outboxTable(t *testing.T, db *sql.DB) string {
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
 	return table
-}
-
-func deleteTopology(url string, exchanges []string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	for _, x := range exchanges {
-		_ = ch.ExchangeDelete(x, false, false)
-	}
 }

@@ -104,7 +104,7 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	const attempts = 4
 	budget := retrypolicy.Fixed(attempts, 10*time.Millisecond)
 	t.Cleanup(func() {
-		deleteTopology(t, url, exchange, append(rungNames(budget, queue), queue, queue+".dlq", queue+".parked")...)
+		testenv.DeleteTopology(url, []string{exchange}, append(rungNames(budget, queue), queue, queue+".dlq", queue+".parked")...)
 	})
 
 	dir := t.TempDir()
@@ -350,23 +350,4 @@ func rungNames(policy retrypolicy.Policy, queue string) []string {
 		names = append(names, rung.Name)
 	}
 	return names
-}
-
-func deleteTopology(t *testing.T, url, exchange string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Errorf("clean up: %v", err)
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Errorf("clean up: %v", err)
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	_ = ch.ExchangeDelete(exchange, false, false)
 }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
@@ -117,7 +115,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	url := testenv.Broker(t)
 	const total, members = 1000, 4
 	queue, exchange := testenv.Name(t, "group"), testenv.Name(t, "group-x")
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 	tl := newTally()
 	g := startGroup(t, url, queue, exchange, members, tl)
 	publish(t, url, exchange, total)
@@ -173,21 +171,4 @@ func TestAGroupOnAMissingQueueFailsWithTheBrokersAnswer(t *testing.T) {
 	if g != nil || !errors.Is(err, messaging.ErrNotFound) {
 		t.Fatalf("New = %v, %v; want no group and messaging.ErrNotFound", g, err)
 	}
-}
-
-func deleteTopology(url, exchange string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	_ = ch.ExchangeDelete(exchange, false, false)
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/internal/testenv"
@@ -40,7 +38,7 @@ func TestEachMessagePublishedTwiceHasItsEffectOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + effects) })
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 
 	store, err := NewSQLStore(db, sqlmq.MySQL, StoreOptions.Table(table), StoreOptions.ClaimTimeout(time.Minute))
 	if err != nil {
@@ -169,21 +167,4 @@ func publishTwice(t *testing.T, ctx context.Context, transport messaging.Connect
 		}
 		dispatches = dispatches[n:]
 	}
-}
-
-func deleteTopology(url, exchange string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	_ = ch.ExchangeDelete(exchange, false, false)
 }

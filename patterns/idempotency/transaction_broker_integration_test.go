@@ -47,7 +47,7 @@ func inTransactionOverRabbitMQ(t *testing.T, url string, b backend, db *sql.DB) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + effects) })
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 	store, err := NewSQLStore(db, b.dialect, StoreOptions.Table(table))
 	if err != nil {
 		t.Fatal(err)

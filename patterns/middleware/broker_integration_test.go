@@ -29,7 +29,7 @@ import (
 func TestTheSeedsChainOnRabbitMQ(t *testing.T) {
 	url := testenv.Broker(t)
 	queue, exchange := testenv.Name(t, "chain"), testenv.Name(t, "chain-x")
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 	const each = 20
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -181,21 +181,4 @@ func drainDead(t *testing.T, url, queue string, want int) map[string]string {
 		got++
 	}
 	return reasons
-}
-
-func deleteTopology(url, exchange string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	_ = ch.ExchangeDelete(exchange, false, false)
 }

@@ -172,7 +172,7 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16) {
 	total, workers := keyCount*each, 8
 	keys := ids("order-", keyCount)
 	queue, exchange := testenv.Name(t, "ordering"), testenv.Name(t, "ordering-x")
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 
 	j := newJournal()
 	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
@@ -225,7 +225,7 @@ func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
 	const total, workers = 400, 4
 	keys := []string{"bad", "k1", "k2", "k3"}
 	queue, exchange := testenv.Name(t, "ordering-fail"), testenv.Name(t, "ordering-fail-x")
-	t.Cleanup(func() { deleteTopology(url, exchange, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 
 	j := newJournal()
 	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
@@ -307,21 +307,4 @@ func drain(t *testing.T, url, queue string, want int) map[string]int {
 		got++
 	}
 	return counts
-}
-
-func deleteTopology(url, exchange string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	defer ch.Close()
-	for _, q := range queues {
-		_, _ = ch.QueueDelete(q, false, false, false)
-	}
-	_ = ch.ExchangeDelete(exchange, false, false)
 }

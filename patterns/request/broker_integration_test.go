@@ -22,7 +22,7 @@ import (
 func brokerPair(t *testing.T, url string, fn Func[priceRequest, priceResponse], requesterOptions ...Option) (*Requester[priceRequest, priceResponse], *Server[priceRequest, priceResponse], string) {
 	t.Helper()
 	queue := testenv.Name(t, "prices")
-	t.Cleanup(func() { deleteQueues(url, queue, queue+".dlq", queue+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, nil, queue, queue+".dlq", queue+".parked") })
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
 	t.Cleanup(func() { _ = transport.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -39,15 +39,6 @@ func brokerPair(t *testing.T, url string, fn Func[priceRequest, priceResponse], 
 	}
 	t.Cleanup(func() { _ = requester.Close() })
 	return requester, server, queue
-}
-
-func deleteQueues(url string, queues ...string) {
-	_ = withChannel(url, func(ch *amqp.Channel) error {
-		for _, q := range queues {
-			_, _ = ch.QueueDelete(q, false, false, false)
-		}
-		return nil
-	})
 }
 
 func withChannel(url string, f func(*amqp.Channel) error) error {
@@ -254,7 +245,7 @@ func TestBrokerWriteBothReadEither(t *testing.T) {
 	if _, err := ch.QueueDeclare(idle, false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	defer deleteQueues(url, idle)
+	defer testenv.DeleteTopology(url, nil, idle)
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
 	defer transport.Close()
 	lonely, err := NewRequester[priceRequest, priceResponse](ctx, transport, "", idle, Options.Timeout(200*time.Millisecond), Options.Logger(quiet))
@@ -387,7 +378,7 @@ func TestBrokerRequestsSurviveCloseAllConnections(t *testing.T) {
 func TestBrokerNamedReplyQueueIsDurableQuorum(t *testing.T) {
 	url := testenv.Broker(t)
 	named := testenv.Name(t, "replies")
-	t.Cleanup(func() { deleteQueues(url, named) })
+	t.Cleanup(func() { testenv.DeleteTopology(url, nil, named) })
 	requester, _, _ := brokerPair(t, url, price, Options.ReplyTo(named))
 	if requester.ReplyQueue() != named {
 		t.Fatalf("ReplyQueue() = %q; want %q", requester.ReplyQueue(), named)

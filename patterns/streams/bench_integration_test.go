@@ -26,7 +26,7 @@ func BenchmarkStreamConsume(b *testing.B) {
 	name := testenv.Name(b, "bench")
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
 	defer transport.Close()
-	defer deleteQueues(url, name, name+".dlq", name+".parked")
+	defer testenv.DeleteTopology(url, nil, name, name+".dlq", name+".parked")
 	ctx := context.Background()
 	conn, err := transport.Connect(ctx)
 	if err != nil {

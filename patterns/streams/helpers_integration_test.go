@@ -25,7 +25,7 @@ func brokerStream(t *testing.T, url, prefix string, r Retention) (messaging.Conn
 	name := testenv.Name(t, prefix)
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
 	t.Cleanup(func() { _ = transport.Close() })
-	t.Cleanup(func() { deleteQueues(url, name, name+".dlq", name+".parked") })
+	t.Cleanup(func() { testenv.DeleteTopology(url, nil, name, name+".dlq", name+".parked") })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := transport.Connect(ctx)
@@ -37,22 +37,6 @@ func brokerStream(t *testing.T, url, prefix string, r Retention) (messaging.Conn
 		t.Fatal(err)
 	}
 	return transport, name
-}
-
-func deleteQueues(url string, queues ...string) {
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	for _, q := range queues {
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		_, _ = ch.QueueDelete(q, false, false, false)
-		_ = ch.Close()
-	}
 }
 
 // publish appends the messages ids[i] to the stream through the library's

@@ -192,7 +192,7 @@ func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_, err := Read(ctx, transport, stream+"-absent", newSeen().handler(), Options.Logger(quiet))
-	deleteQueues(url, stream+"-absent.dlq", stream+"-absent.parked")
+	testenv.DeleteTopology(url, nil, stream+"-absent.dlq", stream+"-absent.parked")
 	if !errors.Is(err, messaging.ErrNotFound) {
 		t.Fatalf("reading a missing stream: %v", err)
 	}
