@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -32,11 +33,11 @@ func TestFaultClusterConnectedNodeStops(t *testing.T) {
 	addresses := testenv.Cluster(t)
 	node := testenv.ClusterNodes[0] // both dial the first address first
 	clusterScenario(t, addresses, "cluster-node-stopped", size(2_000, 20_000),
-		func(ctx context.Context) error {
+		func(ctx context.Context, _ string) error {
 			_, err := rabbitmqctl(ctx, "-n", node, "stop_app")
 			return err
 		},
-		func(ctx context.Context) error {
+		func(ctx context.Context, _ string) error {
 			_, err := rabbitmqctl(ctx, "-n", node, "start_app")
 			return err
 		})
@@ -50,43 +51,28 @@ func TestFaultClusterLeaderKilled(t *testing.T) {
 	addresses := testenv.Cluster(t)
 	var leader string
 	clusterScenario(t, addresses, "cluster-leader-killed", 20_000,
-		func(ctx context.Context) error {
-			leader = queueLeader(ctx, t)
+		func(ctx context.Context, queue string) error {
+			leader = queueLeader(ctx, t, queue)
 			return syscall.Kill(testenv.ClusterNodePID(t, leader), syscall.SIGKILL)
 		},
-		func(context.Context) error { return testenv.StartClusterNode(t) })
+		func(context.Context, string) error { return testenv.StartClusterNode(t) })
 	t.Logf("killed the leader %s", leader)
 }
 
-var clusterQueue string
-
-// queueLeader asks a node that is not going away which node leads the
-// scenario's queue.
-func queueLeader(ctx context.Context, t *testing.T) string {
+// queueLeader asks a node that is not going away which node leads queue.
+func queueLeader(ctx context.Context, t *testing.T, queue string) string {
 	out, err := rabbitmqctl(ctx, "-n", testenv.ClusterNodes[2], "-q", "list_queues", "name", "leader", "--no-table-headers")
 	if err != nil {
 		t.Fatalf("find the queue's leader: %v", err)
 	}
 	var name, leader string
-	for _, line := range splitLines(out) {
-		if _, err := fmt.Sscan(line, &name, &leader); err == nil && name == clusterQueue {
+	for _, line := range strings.Split(out, "\n") {
+		if _, err := fmt.Sscan(line, &name, &leader); err == nil && name == queue {
 			return leader
 		}
 	}
-	t.Fatalf("queue %s not listed with a leader:\n%s", clusterQueue, out)
+	t.Fatalf("queue %s not listed with a leader:\n%s", queue, out)
 	return ""
-}
-
-func splitLines(s string) []string {
-	var lines []string
-	start := 0
-	for i := range len(s) {
-		if s[i] == '\n' {
-			lines = append(lines, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(lines, s[start:])
 }
 
 func abs(n int64) int64 { return max(n, -n) }
@@ -103,9 +89,8 @@ func clusterTransport(t *testing.T, addresses []string, name string) messaging.C
 // clusterScenario publishes n messages in calls of 100 while a consumer
 // handles them; after a third is confirmed it runs fault, after two thirds
 // repair, and then waits for every confirmed message to be handled.
-func clusterScenario(t *testing.T, addresses []string, scenario string, n int, fault, repair func(context.Context) error) {
+func clusterScenario(t *testing.T, addresses []string, scenario string, n int, fault, repair func(ctx context.Context, queue string) error) {
 	queue := testenv.Name(t, scenario)
-	clusterQueue = queue
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -185,7 +170,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 		case start >= n/3 && faultAt.Load() == 0:
 			faultAt.Store(time.Now().UnixNano())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			if err := fault(ctx); err != nil {
+			if err := fault(ctx, queue); err != nil {
 				t.Fatalf("the fault did not happen: %v", err)
 			}
 			cancel()
@@ -193,7 +178,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 			faults.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				defer cancel()
-				if err := repair(ctx); err != nil {
+				if err := repair(ctx, queue); err != nil {
 					t.Errorf("the node did not come back: %v", err)
 				}
 			})
