@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -57,10 +56,10 @@ func TestOrdersShipThroughARollingRestart(t *testing.T) {
 	restarted := time.Now()
 	for _, node := range testenv.ClusterNodes {
 		time.Sleep(2 * time.Second) // orders flow before each restart
-		ctl(t, "-n", node, "stop_app")
+		testenv.Rabbitmqctl(t, "-n", node, "stop_app")
 		time.Sleep(3 * time.Second) // and while the node is down
-		ctl(t, "-n", node, "start_app")
-		ctl(t, "-n", node, "await_startup")
+		testenv.Rabbitmqctl(t, "-n", node, "start_app")
+		testenv.Rabbitmqctl(t, "-n", node, "await_startup")
 	}
 	t.Logf("rolled three nodes in %s", time.Since(restarted).Round(time.Second))
 
@@ -89,14 +88,5 @@ func TestOrdersShipThroughARollingRestart(t *testing.T) {
 			t.Fatalf("%d of %d accepted orders shipped 3 minutes after the rolling restart", shipped, len(ids))
 		}
 		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-func ctl(t *testing.T, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput(); err != nil {
-		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

@@ -277,3 +277,52 @@ func duplicates(t *testing.T, client *http.Client, base string) int {
 	}
 	return 0
 }
+
+// TestAForeignMessageOnTheShipmentStreamIsParkedAndPassed publishes a body that
+// is not an order-shipped event to the order-shipped exchange: the projection
+// parks it in orders.shipments.parked and its checkpoint moves past it, so
+// the orders after it are projected and a restart does not park it again.
+func TestAForeignMessageOnTheShipmentStreamIsParkedAndPassed(t *testing.T) {
+	amqpURL := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+	service := startService(t, amqpURL)
+	defer service.stop(t)
+
+	transport := rabbitmq.New(rabbitmq.Options.Address(amqpURL))
+	defer transport.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	parked := func() int {
+		state, err := declarer.InspectQueue(ctx, shipmentStream+".parked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return state.Messages
+	}
+	before := parked() // the queue is durable: earlier runs may have left copies
+
+	writer := batch.New(transport)
+	defer writer.Close()
+	foreign := messaging.Dispatch{Topic: shippedTopic, MessageID: "foreign-" + messaging.NewID(), MessageType: "something-else",
+		Mandatory: true, Headers: map[string]any{"x-odd": int64(-1)}, Payload: []byte("\x00\xffnot json")}
+	if _, err := writer.Write(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	ids := placeOrders(t, client, "http://"+service.address, 3)
+	waitProjected(t, db, ids) // the projection went on past the foreign message
+
+	deadline := time.Now().Add(30 * time.Second)
+	for parked() != before+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s.parked holds %d, want %d: the foreign message was not parked once", shipmentStream, parked(), before+1)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

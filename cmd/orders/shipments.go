@@ -92,11 +92,12 @@ func (p shipmentProjection) Handle(ctx context.Context, _ ...any) {
 		}
 		var shipped OrderShipped
 		if err := json.Unmarshal(d.Payload, &shipped); err != nil || shipped.OrderID == "" {
-			// Not ours to repair: park it, and move the checkpoint past it.
+			// Not ours to repair: park it, and move the checkpoint past it,
+			// so a restart does not park it again.
 			if err := messaging.Park(ctx, d, fmt.Errorf("shipment log: not an order-shipped event: %v", err)); err != nil {
 				panic(err)
 			}
-			continue
+			shipped.OrderID = ""
 		}
 		if err := p.apply(ctx, shipped.OrderID, offset); err != nil {
 			panic(err)
@@ -104,16 +105,20 @@ func (p shipmentProjection) Handle(ctx context.Context, _ ...any) {
 	}
 }
 
+// apply records orderID (none: only the checkpoint moves) and the offset after
+// it in one transaction.
 func (p shipmentProjection) apply(ctx context.Context, orderID string, offset uint64) error {
 	tx, err := p.db.BeginTx(ctx, nil)
 	if err != nil {
 		return messaging.Outage(fmt.Errorf("shipment log: begin: %w", err))
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx,
-		"INSERT IGNORE INTO shipment_log (order_id, stream_offset, applied_at) VALUES (?, ?, ?)",
-		orderID, offset, time.Now().UTC()); err != nil {
-		return fmt.Errorf("shipment log: apply %s: %w", orderID, err)
+	if orderID != "" {
+		if _, err := tx.ExecContext(ctx,
+			"INSERT IGNORE INTO shipment_log (order_id, stream_offset, applied_at) VALUES (?, ?, ?)",
+			orderID, offset, time.Now().UTC()); err != nil {
+			return fmt.Errorf("shipment log: apply %s: %w", orderID, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO stream_checkpoints (name, next_offset) VALUES (?, ?) ON DUPLICATE KEY UPDATE next_offset = GREATEST(next_offset, VALUES(next_offset))",
