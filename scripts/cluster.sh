@@ -7,7 +7,9 @@
 # `make services` does) and root, as the package's scripts run the nodes as the
 # rabbitmq user.
 #
-#   scripts/cluster.sh start    start what is down, join, wait until all run
+#   scripts/cluster.sh start    start every node that is down, together (clustered
+#                               nodes wait at boot for each other), join, wait
+#                               until all run, within CLUSTER_START_SECONDS (240)
 #   scripts/cluster.sh stop     stop the three nodes (the data is kept)
 #   scripts/cluster.sh reset    stop them and delete their data
 #   scripts/cluster.sh status   print each node's state; exit 1 unless all run
@@ -70,20 +72,21 @@ CONF
 	chown -R rabbitmq:rabbitmq "$CLUSTER_DIR" 2>/dev/null || true
 }
 
-running() { ctl "$1" await_startup >/dev/null 2>&1; }
+running() { [ "$(state "$1")" = running ]; }
 
-start_node() {
+# state NODE prints running, stopped (the node's VM answers but RabbitMQ in it
+# does not run: booting, or stopped with stop_app) or down (no VM).
+state() {
+	local out
+	out=$(timeout 20 rabbitmqctl -q -n "$1@localhost" eval 'rabbit:is_running().' 2>/dev/null) || { echo down; return; }
+	if [ "$out" = true ]; then echo running; else echo stopped; fi
+}
+
+launch() { # launch NODE: start its VM, detached, without waiting for it
 	local node=$1
-	if port_open "$(port_of "$node")" && running "$node"; then return 0; fi
 	prepare "$node"
 	log "starting $node@localhost on port $(port_of "$node")"
 	(node_env "$node" && rabbitmq-server -detached >/dev/null 2>&1) || true
-	for _ in $(seq 1 90); do
-		running "$node" && return 0
-		sleep 1
-	done
-	log "$node@localhost did not start within 90 s; see $CLUSTER_DIR/$node/log"
-	return 1
 }
 
 members() { ctl "$1" cluster_status --formatter json 2>/dev/null | tr -d ' \n'; }
@@ -111,10 +114,33 @@ status() {
 start() {
 	command -v rabbitmq-server >/dev/null || { log "rabbitmq-server is not installed; run make services first"; exit 1; }
 	[ "$(id -u)" = 0 ] || { log "must run as root: the package's scripts start nodes as the rabbitmq user"; exit 1; }
-	local node
-	for node in "${NODES[@]}"; do start_node "$node" || exit 1; done
+	local deadline=$((SECONDS + ${CLUSTER_START_SECONDS:-240})) node
+	# Every node that is down starts at once, not one after another: nodes
+	# that were clustered wait at boot for the others' tables, so a node
+	# started alone after a full stop waits (minutes) for peers that are
+	# never started.
+	for node in "${NODES[@]}"; do
+		case $(state "$node") in
+		down) launch "$node" ;;
+		stopped)
+			# Booting, or stopped with stop_app by a test that then died:
+			# start_app is harmless for the first and needed for the second.
+			log "starting RabbitMQ in the running VM of $node@localhost"
+			(ctl "$node" start_app >/dev/null 2>&1 &)
+			;;
+		esac
+	done
+	for node in "${NODES[@]}"; do
+		until running "$node"; do
+			if [ $SECONDS -ge "$deadline" ]; then
+				log "$node@localhost did not start within ${CLUSTER_START_SECONDS:-240} s; see $CLUSTER_DIR/$node/log"
+				exit 1
+			fi
+			sleep 1
+		done
+	done
 	for node in "${NODES[@]:1}"; do join "$node" || { log "could not join $node@localhost"; exit 1; }; done
-	for _ in $(seq 1 60); do
+	while [ $SECONDS -lt "$deadline" ]; do
 		local all
 		all=$(members "${NODES[0]}")
 		if [[ $all == *'"c1@localhost"'* && $all == *'"c2@localhost"'* && $all == *'"c3@localhost"'* ]] &&
@@ -124,14 +150,14 @@ start() {
 		fi
 		sleep 1
 	done
-	log "the nodes did not all report running within 60 s"
+	log "the nodes did not all report running as one cluster within ${CLUSTER_START_SECONDS:-240} s"
 	exit 1
 }
 
 stop() {
 	local node
 	for node in "${NODES[@]}"; do
-		if running "$node"; then
+		if [ "$(state "$node")" != down ]; then
 			log "stopping $node@localhost"
 			ctl "$node" stop >/dev/null 2>&1 || true
 		fi
