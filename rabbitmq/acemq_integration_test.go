@@ -1,11 +1,9 @@
 package rabbitmq_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,6 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 )
-
-// lockedBuffer is a log sink safe for the transport's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Another AceMQ library declared the topology: a topic exchange, a quorum
 // queue with the dead-letter arguments, a binding order.*. A subscription with
@@ -58,7 +38,7 @@ func TestADefaultStreamAttachesToAQuorumQueueAnotherAceMQLibraryDeclared(t *test
 	}
 	b.bind(queue, "order.*", exchange)
 
-	logs := &lockedBuffer{}
+	logs := &testenv.LogBuffer{}
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(slog.New(slog.NewTextHandler(logs, nil))))
 	defer func() { _ = transport.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

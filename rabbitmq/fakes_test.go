@@ -1,7 +1,6 @@
 package rabbitmq
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -592,34 +592,16 @@ func (m *recordingMonitor) await(t tb, event string) {
 	}
 }
 
-// logBuffer collects log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness wires a connector to fakes.
 type harness struct {
 	clock   *fakeClock
 	dialer  *fakeDialer
 	monitor *recordingMonitor
-	logs    *logBuffer
+	logs    *testenv.LogBuffer
 }
 
 func newHarness() *harness {
-	return &harness{clock: newFakeClock(), dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &logBuffer{}}
+	return &harness{clock: newFakeClock(), dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
 }
 
 func (h *harness) options(extra ...option) []option {

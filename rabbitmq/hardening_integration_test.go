@@ -1,7 +1,6 @@
 package rabbitmq_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -171,7 +170,7 @@ func TestAForeignMessageWithOverLongEnvelopeHeadersCanBeSetAside(t *testing.T) {
 func TestAPasswordWithHashAtAndColonIsNeverPrinted(t *testing.T) {
 	testenv.Broker(t)
 	const password = "p#a@s:s"
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	monitor := &errorMonitor{}
 	for _, address := range []string{
 		"amqp://guest:" + password + "@127.0.0.1:5672/",
@@ -199,23 +198,6 @@ func TestAPasswordWithHashAtAndColonIsNeverPrinted(t *testing.T) {
 	if !strings.Contains(monitor.text(), "amqp://guest:xxxxx@127.0.0.1:5672/") {
 		t.Errorf("the errors do not name the masked address:\n%s", monitor.text())
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // errorMonitor keeps the text of every error the transport reported.

@@ -10,6 +10,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
 )
 
 func TestConsumerFixture(t *testing.T) {
@@ -24,7 +25,7 @@ type ConsumerFixture struct {
 	handler   *fakeHandler
 	monitor   *fakeMonitor
 	clock     *fakeClock
-	logs      *logBuffer
+	logs      *testenv.LogBuffer
 	consumer  messaging.ListenCloser
 	listened  chan struct{}
 	closeErr  error // what the last closeAsync's Close returned, once its channel is closed
@@ -45,7 +46,7 @@ func (f *ConsumerFixture) Setup() {
 	f.handler = newBlockingHandler()
 	f.monitor = &fakeMonitor{}
 	f.clock = newFakeClock()
-	f.logs = &logBuffer{}
+	f.logs = &testenv.LogBuffer{}
 }
 
 func (f *ConsumerFixture) Teardown() {
@@ -65,7 +66,7 @@ func (f *ConsumerFixture) listenAll(subscriptions ...*Subscription) {
 	f.consumer = New(f.connector,
 		Options.Subscriptions(subscriptions...),
 		Options.Monitor(f.monitor),
-		Options.Logger(f.logs.logger()),
+		Options.Logger(f.logs.Logger()),
 		withClock(f.clock),
 	)
 	f.listened = make(chan struct{})
