@@ -72,8 +72,25 @@ func startShipmentLog(ctx context.Context, transport messaging.Connector, db *sq
 	case !errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("shipment log: read the checkpoint: %w", err)
 	}
-	reader, err := streams.Read(ctx, transport, shipmentStream, shipmentProjection{db: db},
-		streams.Options.From(from), streams.Options.Name(projectionName), streams.Options.Prefetch(100), streams.Options.Logger(logger))
+	read := func(from streams.Offset) (*streams.Reader, error) {
+		return streams.Read(ctx, transport, shipmentStream, shipmentProjection{db: db},
+			streams.Options.From(from), streams.Options.Name(projectionName), streams.Options.Prefetch(100), streams.Options.Logger(logger))
+	}
+	reader, err := read(from)
+	var beyond *streams.OffsetBeyondEndError
+	if errors.As(err, &beyond) {
+		// The checkpoint belongs to an earlier stream of this name (deleted
+		// and declared again, or the broker's data reset). The projection is
+		// idempotent by order id, so it starts again from the first message
+		// and the checkpoint with it, rather than waiting for an offset
+		// this stream may never reach.
+		logger.Warn("shipment log: the checkpoint lies beyond the stream's end; reading the stream from its first message again",
+			"stream", shipmentStream, "checkpoint", beyond.Offset, "stream_next", beyond.Next)
+		if _, err := db.ExecContext(setup, "UPDATE stream_checkpoints SET next_offset = 0 WHERE name = ?", projectionName); err != nil {
+			return nil, fmt.Errorf("shipment log: reset the checkpoint: %w", err)
+		}
+		reader, err = read(streams.FromFirst())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("shipment log: read %s: %w", shipmentStream, err)
 	}

@@ -102,7 +102,12 @@ func Read(ctx context.Context, connector messaging.Connector, stream string, han
 		return nil, ErrUnsupported
 	}
 	cfg := newConfig(options)
-	resuming := &resumingConnector{Connector: connector, stream: stream, tag: cfg.name, position: newPosition(cfg.offset), monitor: cfg.monitor}
+	if cfg.offset.kind == offsetExact {
+		if err := checkReachable(ctx, connector, stream, uint64(cfg.offset.exact)); err != nil {
+			return nil, err
+		}
+	}
+	resuming := &resumingConnector{Connector: connector, stream: stream, tag: cfg.name, position: newPosition(cfg.offset), monitor: cfg.monitor, logger: cfg.logger}
 	subscription := streaming.NewSubscription(stream,
 		streaming.SubscriptionOptions.Name(cfg.name),
 		streaming.SubscriptionOptions.EstablishTopology(false),

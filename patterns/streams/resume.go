@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -74,6 +75,7 @@ type resumingConnector struct {
 	tag      string
 	position *position
 	monitor  Monitor
+	logger   *slog.Logger
 }
 
 func (c *resumingConnector) Connect(ctx context.Context) (messaging.Connection, error) {
@@ -128,12 +130,24 @@ func (r *resumingReader) Stream(ctx context.Context, config messaging.StreamConf
 	if resumed {
 		c.monitor.Resumed(c.stream, uint64(offset.exact))
 	}
-	return &resumingStream{Stream: stream, position: c.position}, nil
+	resuming := &resumingStream{Stream: stream, position: c.position}
+	if offset.kind == offsetExact && !resumed {
+		resuming.expect, resuming.gap = uint64(offset.exact), func(first uint64) {
+			c.logger.Warn("stream reader started after the offset it was asked for: retention removed the messages in between before they were read",
+				"stream", c.stream, "asked", offset.exact, "first", first, "missed", first-uint64(offset.exact))
+		}
+	}
+	return resuming, nil
 }
 
 type resumingStream struct {
 	messaging.Stream
 	position *position
+	// expect is the exact offset this consumer was started at, and gap what
+	// is told when its first delivery comes later than that (nil: nothing
+	// to check, or checked).
+	expect uint64
+	gap    func(first uint64)
 }
 
 func (s *resumingStream) Read(ctx context.Context, delivery *messaging.Delivery) error {
@@ -142,6 +156,12 @@ func (s *resumingStream) Read(ctx context.Context, delivery *messaging.Delivery)
 	}
 	if offset, ok := OffsetOf(*delivery); ok {
 		s.position.handed(offset)
+		if s.gap != nil {
+			if offset > s.expect {
+				s.gap(offset)
+			}
+			s.gap = nil
+		}
 	}
 	return nil
 }

@@ -1,8 +1,11 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/smarty/assertions/should"
@@ -147,3 +150,22 @@ func (c *wrappingConnector) Connect(context.Context) (messaging.Connection, erro
 	return c.conn, nil
 }
 func (c *wrappingConnector) Close() error { return nil }
+
+func (f *ResumeFixture) TestAStartAfterTheAskedOffsetIsWarnedOnceAsARetentionGap() {
+	for _, c := range []struct {
+		first  int64
+		warned string
+	}{{first: 12, warned: "asked=5 first=12 missed=7"}, {first: 5}} {
+		var logged bytes.Buffer
+		f.connector.logger = slog.New(slog.NewTextHandler(&logged, nil))
+		f.connector.position = newPosition(FromOffset(5))
+		f.stream.queue = []messaging.Delivery{at("a", c.first), at("b", c.first+4)}
+		f.read(f.open(messaging.StreamConfig{StreamName: "orders.log"}), 2)
+		if c.warned == "" {
+			f.So(logged.String(), should.BeEmpty)
+			continue
+		}
+		f.So(strings.Count(logged.String(), "retention removed"), should.Equal, 1)
+		f.So(logged.String(), should.ContainSubstring, c.warned)
+	}
+}

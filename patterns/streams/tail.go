@@ -56,26 +56,11 @@ func Tail(ctx context.Context, connector messaging.Connector, name string, offse
 	if !supported {
 		return ErrUnsupported
 	}
-	conn, err := connector.Connect(ctx)
+	stream, detach, err := attach(ctx, connector, name, name+"-tail", offset, DefaultTailPrefetch)
 	if err != nil {
 		return fmt.Errorf("streams: tail %q: %w", name, err)
 	}
-	defer conn.Close()
-	reader, err := conn.Reader(ctx)
-	if err != nil {
-		return fmt.Errorf("streams: tail %q: %w", name, err)
-	}
-	defer reader.Close()
-	stream, err := reader.Stream(ctx, messaging.StreamConfig{
-		StreamName:        name,
-		ConsumerName:      name + "-tail",
-		ConsumerArguments: map[string]any{OffsetArgument: offset.Argument()},
-		BufferCapacity:    DefaultTailPrefetch,
-	})
-	if err != nil {
-		return fmt.Errorf("streams: tail %q: %w", name, err)
-	}
-	defer stream.Close()
+	defer detach()
 	for {
 		var d messaging.Delivery
 		if err := stream.Read(ctx, &d); err != nil {
@@ -92,6 +77,36 @@ func Tail(ctx context.Context, connector messaging.Connector, name string, offse
 			return nil
 		}
 	}
+}
+
+// attach opens a connection, a reader and a consumer of the stream name at
+// offset, outside the streaming runtime; detach closes the three.
+func attach(ctx context.Context, connector messaging.Connector, name, tag string, offset Offset, prefetch uint16) (_ messaging.Stream, detach func(), err error) {
+	conn, err := connector.Connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	reader, err := conn.Reader(ctx)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	stream, err := reader.Stream(ctx, messaging.StreamConfig{
+		StreamName:        name,
+		ConsumerName:      tag,
+		ConsumerArguments: map[string]any{OffsetArgument: offset.Argument()},
+		BufferCapacity:    prefetch,
+	})
+	if err != nil {
+		_ = reader.Close()
+		_ = conn.Close()
+		return nil, nil, err
+	}
+	return stream, func() {
+		_ = stream.Close()
+		_ = reader.Close()
+		_ = conn.Close()
+	}, nil
 }
 
 // TailLine is one line of a tail: the offset, the envelope's id, type and
