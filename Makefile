@@ -2,12 +2,13 @@
 # make test      gofmt check, go vet, and every unit, integration and fault test under -race
 # make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
 # make bench     our stack beside the raw amqp091-go client, as ratios
+# make bench-peers  watermill beside ours and the raw client, in one run (module bench/peers)
 # make cluster   a three-node RabbitMQ cluster on 5681-5683 beside the default broker (make cluster-stop)
 
 GO ?= go
 PACKAGES := ./...
 
-.PHONY: all test fmt-check vet services demo bench faults compile tidy cluster cluster-stop
+.PHONY: all test fmt-check vet services demo bench bench-peers faults compile tidy cluster cluster-stop
 
 all: test
 
@@ -38,6 +39,9 @@ demo: services
 
 bench: services
 	$(GO) run ./cmd/bench
+
+bench-peers: services
+	cd bench/peers && $(GO) run .
 
 faults: services
 	$(GO) test -race -count=1 -timeout 60m -run Fault -v ./internal/faults/ -faults.full
