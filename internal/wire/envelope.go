@@ -67,13 +67,37 @@ type Properties struct {
 // now, origin = defaultOrigin, timestamp = now. Application header values are
 // put in the map as they are (a transport converts them to its own table
 // type); the envelope's are strings, int32 and int64 (first seen in Unix
-// milliseconds). It does not check d: run Check first.
+// milliseconds). It does not check d: run Check first. A transport encoding
+// many dispatches at once uses an Encoder, which writes the same maps.
 func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[string]any, Properties) {
-	headers := make(map[string]any, len(d.Headers)+12)
-	for name, value := range d.Headers {
-		headers[name] = value
-	}
+	e := NewEncoder(now, defaultOrigin)
+	return e.Encode(d)
+}
 
+// Encoder encodes the dispatches of one write, as Encode does each. The
+// header values they share (the first seen of those that have none, which is
+// the write's time, the default origin, and a message type equal to the one
+// before) are boxed into an interface value once and put in every map that
+// takes them, rather than once per message: header values are never changed
+// in place, so sharing one is safe and saves an allocation per message each.
+// The zero Encoder encodes at the zero time; an Encoder is not safe for
+// concurrent use.
+type Encoder struct {
+	now           time.Time
+	defaultOrigin string
+	nowMillis     any // now in Unix milliseconds, boxed on first use
+	origin        any // defaultOrigin, boxed on first use
+	lastType      any // the message type boxed last
+}
+
+// NewEncoder returns an Encoder for dispatches written at now, whose origin is
+// defaultOrigin when they have none.
+func NewEncoder(now time.Time, defaultOrigin string) Encoder {
+	return Encoder{now: now, defaultOrigin: defaultOrigin}
+}
+
+// Encode writes d as Encode(d, now, defaultOrigin) does.
+func (e *Encoder) Encode(d messaging.Dispatch) (map[string]any, Properties) {
 	id := d.MessageID
 	if id == "" {
 		id = messaging.NewID()
@@ -86,23 +110,25 @@ func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[stri
 	if messageType == "" {
 		messageType = d.RoutingKey
 	}
-	firstSeen := d.FirstSeen
-	if firstSeen.IsZero() {
-		firstSeen = now
-	}
 	origin := d.Origin
 	if origin == "" {
-		origin = defaultOrigin
+		origin = e.defaultOrigin
 	}
 	timestamp := d.Timestamp
 	if timestamp.IsZero() {
-		timestamp = now
+		timestamp = e.now
 	}
 
+	// Sized exactly: a map of up to 8 entries is a single group, which one
+	// sized for more than 8 is not (two allocations more per message).
+	headers := make(map[string]any, len(d.Headers)+5+nonEmpty(messageType, d.CausationID, origin, d.Error, d.Claim)+routeHeaders(d))
+	for name, value := range d.Headers {
+		headers[name] = value
+	}
 	boxedID := any(id) // boxed once: the correlation is usually the id
 	headers[HeaderID] = boxedID
 	if messageType != "" {
-		headers[HeaderType] = messageType
+		headers[HeaderType] = e.boxType(messageType)
 	}
 	headers[HeaderVersion] = AtLeastOne(d.Version)
 	if correlation == id {
@@ -112,8 +138,18 @@ func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[stri
 	}
 	putString(headers, HeaderCausation, d.CausationID)
 	headers[HeaderAttempt] = AtLeastOne(d.Attempt)
-	headers[HeaderFirstSeen] = firstSeen.UnixMilli()
-	putString(headers, HeaderOrigin, origin)
+	if d.FirstSeen.IsZero() {
+		headers[HeaderFirstSeen] = e.boxNow()
+	} else {
+		headers[HeaderFirstSeen] = d.FirstSeen.UnixMilli()
+	}
+	if d.Origin == "" {
+		if origin != "" {
+			headers[HeaderOrigin] = e.boxOrigin()
+		}
+	} else {
+		headers[HeaderOrigin] = origin
+	}
 	putString(headers, HeaderError, d.Error)
 	putString(headers, HeaderClaim, d.Claim)
 	if len(d.Route) > 0 {
@@ -131,6 +167,50 @@ func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[stri
 		Expiration:    ExpirationMillis(d.Expiration),
 		Persistent:    !d.Transient,
 	}
+}
+
+// boxNow is the encoder's time in Unix milliseconds, as a header value.
+func (e *Encoder) boxNow() any {
+	if e.nowMillis == nil {
+		e.nowMillis = e.now.UnixMilli()
+	}
+	return e.nowMillis
+}
+
+// boxOrigin is the default origin as a header value.
+func (e *Encoder) boxOrigin() any {
+	if e.origin == nil {
+		e.origin = e.defaultOrigin
+	}
+	return e.origin
+}
+
+// boxType is messageType as a header value, the one boxed before when it is
+// the same.
+func (e *Encoder) boxType(messageType string) any {
+	if last, ok := e.lastType.(string); !ok || last != messageType {
+		e.lastType = messageType
+	}
+	return e.lastType
+}
+
+// nonEmpty counts the values that are not empty.
+func nonEmpty(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// routeHeaders is how many route headers d travels with.
+func routeHeaders(d messaging.Dispatch) int {
+	if len(d.Route) == 0 {
+		return 0
+	}
+	return 2 + nonEmpty(d.RouteID)
 }
 
 // Decode reads the envelope fields of target from headers and props,

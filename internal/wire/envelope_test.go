@@ -124,3 +124,48 @@ func TestExpirationTravelsInWholeMillisecondsRoundedUp(t *testing.T) {
 		}
 	}
 }
+
+// TestAnEncoderWritesWhatEncodeWritesForEachDispatch: the values an Encoder
+// shares between the dispatches of a write change no header: each map equals,
+// value and type, what Encode writes for that dispatch alone, whichever
+// defaults the dispatches before it took.
+func TestAnEncoderWritesWhatEncodeWritesForEachDispatch(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	dispatches := []messaging.Dispatch{
+		{MessageID: "a", RoutingKey: "orders"},
+		{MessageID: "b", RoutingKey: "orders"},
+		{MessageID: "c", RoutingKey: "orders", MessageType: "OrderPlaced"},
+		{MessageID: "d", RoutingKey: "orders"},
+		{MessageID: "e", RoutingKey: "", Origin: "svc@elsewhere", FirstSeen: time.UnixMilli(1_700_000_000_123)},
+		{MessageID: "f", RoutingKey: "billing", CorrelationID: "c-1", Headers: map[string]any{"x-tenant": "acme"}},
+		{MessageID: "g", RoutingKey: "billing", Route: []string{"a", "b"}, RouteID: "r", CausationID: "h", Error: "boom", Claim: "k"},
+		{MessageID: "h", RoutingKey: "orders"},
+	}
+	for _, origin := range []string{"default@origin", ""} {
+		encoder := NewEncoder(now, origin)
+		for _, d := range dispatches {
+			got, gotProps := encoder.Encode(d)
+			want, wantProps := Encode(d, now, origin)
+			if !reflect.DeepEqual(got, want) || gotProps != wantProps {
+				t.Fatalf("origin %q, dispatch %s: the encoder wrote\n%#v %+v\nEncode wrote\n%#v %+v", origin, d.MessageID, got, gotProps, want, wantProps)
+			}
+			if origin == "" && got[HeaderOrigin] != nil && d.Origin == "" {
+				t.Fatalf("dispatch %s without an origin got one: %#v", d.MessageID, got[HeaderOrigin])
+			}
+		}
+	}
+}
+
+// TestEncodingSizesTheHeaderMapExactly: a dispatch with the usual envelope
+// (seven headers) costs one map of one group, not a map sized for more.
+func TestEncodingSizesTheHeaderMapExactly(t *testing.T) {
+	d := messaging.Dispatch{MessageID: "m-1", RoutingKey: "orders"}
+	encoder := NewEncoder(time.Now(), "acemq@host")
+	headers, _ := encoder.Encode(d)
+	if len(headers) != 7 {
+		t.Fatalf("%d envelope headers, want 7: %v", len(headers), headers)
+	}
+	if allocs := testing.AllocsPerRun(1000, func() { _, _ = encoder.Encode(d) }); allocs > 3 {
+		t.Fatalf("encoding a dispatch with an id allocates %.0f times; want at most 3 (the map's two and the boxed id)", allocs)
+	}
+}
