@@ -1,8 +1,6 @@
 package rabbitmq
 
 import (
-	"time"
-
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
@@ -27,18 +25,19 @@ type outgoing struct {
 	refused error
 }
 
-// encodeDispatch writes d as AMQP properties and envelope headers, filling the
-// envelope defaults: a new id, correlation = id, type = routing key, version and
-// attempt 1, first seen = now, origin = defaultOrigin. It first runs wire.Check
+// encodeDispatch writes d as AMQP properties and envelope headers with encoder
+// (one per write), filling the envelope defaults: a new id, correlation = id,
+// type = routing key, version and attempt 1, first seen = the write's time,
+// origin = its default origin. It first runs wire.Check
 // with maxPayload (<= 0: wire.DefaultMaxPayload), so that nothing the broker
 // would refuse, or that would make the client close the connection, is encoded:
 // such a dispatch returns the check's *messaging.FieldError (ErrWireLimit) or
 // the reserved-header error.
-func encodeDispatch(d messaging.Dispatch, now time.Time, defaultOrigin string, maxPayload int) (outgoing, error) {
+func encodeDispatch(d messaging.Dispatch, encoder *wire.Encoder, maxPayload int) (outgoing, error) {
 	if err := wire.Check(d, maxPayload); err != nil {
 		return outgoing{}, err
 	}
-	fields, props := wire.Encode(d, now, defaultOrigin)
+	fields, props := encoder.Encode(d)
 	// The map is ours (Encode made it): only values amqp091 cannot write as
 	// they are (a nested map[string]any, in a table or an array) are replaced,
 	// and the map itself becomes the table without a copy.

@@ -30,8 +30,14 @@ func (f *EnvelopeFixture) Setup() {
 	f.now = time.UnixMilli(1_700_000_000_123).UTC()
 }
 
+// encodeAt encodes d alone, as a write of one dispatch at now does.
+func encodeAt(d messaging.Dispatch, now time.Time, origin string) (outgoing, error) {
+	encoder := wire.NewEncoder(now, origin)
+	return encodeDispatch(d, &encoder, 0)
+}
+
 func (f *EnvelopeFixture) encode(d messaging.Dispatch) outgoing {
-	out, err := encodeDispatch(d, f.now, "svc@host", 0)
+	out, err := encodeAt(d, f.now, "svc@host")
 	f.So(err, should.BeNil)
 	return out
 }
@@ -127,13 +133,13 @@ func (f *EnvelopeFixture) TestHugeCountsAreClampedToTheWireWidth() {
 
 func (f *EnvelopeFixture) TestAReservedHeaderIsRefusedInAnyCase() {
 	for _, name := range []string{"x-acemq-id", "X-AceMQ-Custom"} {
-		_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{name: "v"}}, f.now, "", 0)
+		_, err := encodeAt(messaging.Dispatch{Headers: map[string]any{name: "v"}}, f.now, "")
 		f.So(err.Error(), should.Equal, `acemq: header "`+name+`" is in the reserved "x-acemq-" namespace and would be dropped on consume; use a namespace of your own, such as x-yourcompany-`)
 	}
 }
 
 func (f *EnvelopeFixture) TestAHeaderValueAMQPCannotCarryIsRefused() {
-	_, err := encodeDispatch(messaging.Dispatch{Headers: map[string]any{"x-app": struct{}{}}}, f.now, "", 0)
+	_, err := encodeAt(messaging.Dispatch{Headers: map[string]any{"x-app": struct{}{}}}, f.now, "")
 
 	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
 	f.So(err.Error(), should.ContainSubstring, "which an AMQP table cannot carry")
@@ -158,7 +164,7 @@ func (f *EnvelopeFixture) TestAVerbatimCopysOverLongIDTravelsInItsHeaderAloneAnd
 }
 
 func (f *EnvelopeFixture) TestTheSameOverLongIDIsRefusedWhenNotVerbatim() {
-	_, err := encodeDispatch(messaging.Dispatch{MessageID: strings.Repeat("i", 300)}, f.now, "", 0)
+	_, err := encodeAt(messaging.Dispatch{MessageID: strings.Repeat("i", 300)}, f.now, "")
 
 	var field *messaging.FieldError
 	f.So(errors.As(err, &field), should.BeTrue)

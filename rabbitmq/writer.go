@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // writer publishes with confirms on its own channel. It is safe for concurrent
@@ -74,10 +75,10 @@ func (w *writer) Close() error {
 // *messaging.PublishError and publishes the others, so one bad field never
 // costs the rest of the write, nor the connection.
 func encodeAll(config *configuration, dispatches []messaging.Dispatch) []outgoing {
-	now := config.clock.Now()
+	encoder := wire.NewEncoder(config.clock.Now(), config.origin)
 	messages := make([]outgoing, len(dispatches))
 	for i, d := range dispatches {
-		m, err := encodeDispatch(d, now, config.origin, config.maxMessageSize)
+		m, err := encodeDispatch(d, &encoder, config.maxMessageSize)
 		if err != nil {
 			m = outgoing{id: d.MessageID, exchange: d.Topic, key: d.RoutingKey,
 				refused: fmt.Errorf("dispatch %d of %d was not published (the others were): %w", i+1, len(dispatches), err)}
