@@ -39,6 +39,63 @@ func newDeadline(clock clock, d time.Duration) deadline {
 // Stop releases the timer.
 func (d deadline) Stop() { d.stop() }
 
+// writeBound is the broker timeout of one write, armed once for all of its
+// publishes and confirm waits (a timer per publish cost an allocation or more
+// per message): C closes when it passes, and a basic.publish still under way
+// then, in the socket or waiting for the socket, is ended by severing the
+// connection, the only way to make a pending amqp091 call return. A write
+// therefore never waits on the broker longer than the broker timeout.
+type writeBound struct {
+	C     chan struct{}
+	stop  func() bool
+	conn  *connection
+	op    string
+	mu    sync.Mutex
+	ended bool // the bound has passed
+	busy  bool // a broker call of the write is under way
+}
+
+func newWriteBound(conn *connection, op string) *writeBound {
+	b := &writeBound{C: make(chan struct{}), conn: conn, op: op}
+	b.stop = conn.config.clock.AfterFunc(conn.config.brokerTimeout, b.expire)
+	return b
+}
+
+func (b *writeBound) expire() {
+	b.mu.Lock()
+	b.ended = true
+	busy := b.busy
+	b.mu.Unlock()
+	close(b.C)
+	if busy {
+		b.conn.sever(b.op)
+	}
+}
+
+// enter marks a broker call begun; it reports false, and marks nothing, when
+// the bound has already passed.
+func (b *writeBound) enter() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return false
+	}
+	b.busy = true
+	return true
+}
+
+// leave marks the call entered last as ended and reports whether the bound
+// passed while it was under way, which severed the connection.
+func (b *writeBound) leave() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.busy = false
+	return b.ended
+}
+
+// Stop releases the timer.
+func (b *writeBound) Stop() { b.stop() }
+
 // expiry calls onExpire once when the bound passes before Stop.
 type expiry struct {
 	mu      sync.Mutex

@@ -27,8 +27,11 @@ var (
 // notification or a refused handshake passes false, since amqp091 reports
 // those (403 credentials, 501 frame error, ...) as client-built values.
 func refusal(op string, err error, fromServer bool) error {
+	if err == nil { // before the target below, which errors.As makes escape: no allocation for a success
+		return nil
+	}
 	var amqpErr *amqp.Error
-	if err == nil || !errors.As(err, &amqpErr) || amqpErr == amqp.ErrClosed || amqpErr.Code == 0 {
+	if !errors.As(err, &amqpErr) || amqpErr == amqp.ErrClosed || amqpErr.Code == 0 {
 		return err
 	}
 	if fromServer && !amqpErr.Server {

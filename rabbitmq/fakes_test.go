@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -375,6 +376,19 @@ func (ch *fakeChannel) Fail(method string, err error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.failing[method] = err
+}
+
+// awaitCall waits until method has been called, e.g. a publish that Block
+// holds in the socket.
+func (ch *fakeChannel) awaitCall(t tb, method string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !slices.ContainsFunc(ch.Calls(), func(c fakeCall) bool { return c.method == method }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for a call of %s", method)
+		}
+		runtime.Gosched()
+	}
 }
 
 func (ch *fakeChannel) Calls() []fakeCall {

@@ -33,7 +33,7 @@ type publisher struct {
 	confirmed atomic.Uint64 // confirms (acks and nacks) received, to tell a stalled broker from a busy window
 
 	mu          sync.Mutex
-	pending     map[uint64]*inflight
+	pending     map[uint64]inflight
 	returned    map[returnKey][]amqp.Return // returns not yet claimed by their confirm, oldest first per key
 	returnOrder []returnKey                 // the key of every unclaimed return, oldest first
 	endReason   error                       // why the channel ended, once it has
@@ -46,9 +46,41 @@ type returnKey struct {
 	id, exchange, key string
 }
 
+// pendingWrite is one write's messages and their results. The drainer answers
+// a sent message by setting its result, under the publisher's mu, until the
+// write abandons its wait; one channel per write, not one per message, tells
+// the write that every answer is in.
+type pendingWrite struct {
+	messages []outgoing
+	results  []messaging.PublishResult
+	done     chan struct{} // closed once sealed and every sent message is answered
+
+	// Under the publisher's mu.
+	unanswered int  // sent messages without an answer
+	sealed     bool // every message has been sent or given up on
+	abandoned  bool // the write stopped waiting: later answers are not recorded
+}
+
+// inflight is a sent message awaiting its confirm: the index of its message in
+// its write.
 type inflight struct {
-	message outgoing
-	answer  chan messaging.PublishResult // buffered: the drainer never blocks on it
+	write *pendingWrite
+	index int
+}
+
+func (f inflight) message() *outgoing { return &f.write.messages[f.index] }
+
+// answerLocked records the answer of a sent message. The caller holds p.mu and
+// has removed f from p.pending.
+func answerLocked(f inflight, result messaging.PublishResult) {
+	w := f.write
+	if !w.abandoned {
+		w.results[f.index] = result
+	}
+	w.unanswered--
+	if w.unanswered == 0 && w.sealed {
+		close(w.done)
+	}
 }
 
 func newPublisher(ctx context.Context, conn *connection) (*publisher, error) {
@@ -72,7 +104,7 @@ func newPublisher(ctx context.Context, conn *connection) (*publisher, error) {
 		config:   conn.config,
 		slots:    make(chan struct{}, window),
 		ended:    make(chan struct{}),
-		pending:  map[uint64]*inflight{},
+		pending:  map[uint64]inflight{},
 		returned: map[returnKey][]amqp.Return{},
 	}
 	go p.drain(confirms, returns, closes)
@@ -97,19 +129,21 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("%d message(s) were not published: %w", len(messages), err)
 	}
-	results := make([]messaging.PublishResult, len(messages))
-	waits := make([]*inflight, len(messages))
+	w := &pendingWrite{messages: messages, results: make([]messaging.PublishResult, len(messages)), done: make(chan struct{})}
+	results := w.results
 	for i, m := range messages {
 		results[i].MessageID = m.id
 	}
 
-	bound := newDeadline(p.config.clock, p.config.brokerTimeout)
+	bound := newWriteBound(p.conn, op.name)
 	defer bound.Stop()
 	confirmsAtStart := p.confirmed.Load()
 
 	paused := p.conn.pausedSignal()
 	var stop error
 	for i, m := range messages {
+		// An unsent message's result is set here, outside p.mu: the drainer only
+		// ever answers the sent ones.
 		if m.refused != nil { // refused alone before anything was sent; not a reason to stop the others
 			results[i].Err = m.refused
 			continue
@@ -125,7 +159,7 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 			stop = p.acquire(ctx, op, bound.C, paused, confirmsAtStart)
 		}
 		if stop == nil {
-			waits[i], stop = p.send(op, m)
+			stop = p.send(op, bound, w, i)
 		}
 		if stop != nil {
 			results[i].Err = stop
@@ -134,36 +168,12 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 		p.config.monitor.DispatchPublished()
 	}
 
-	var abandon error
-	for i, w := range waits {
-		if w == nil {
-			continue
-		}
-		if abandon == nil {
-			select {
-			case results[i] = <-w.answer:
-				continue
-			case <-ctx.Done():
-				abandon = fmt.Errorf("stopped waiting for the broker's confirm (%w); the message may or may not have reached the broker: %w", ctx.Err(), messaging.ErrArrivalUnknown)
-			case <-paused:
-				// The broker stopped reading this connection: a message written but
-				// not yet confirmed sits unread and lands only when the alarm
-				// clears, which may take hours. Fail fast, and say it may arrive
-				// (a caller that republishes it may create a duplicate, never a
-				// loss); it is not "not sent".
-				abandon = fmt.Errorf("%w; this message was written before the block and was not confirmed, so it may still arrive when the alarm clears: %w", p.pausedError(), messaging.ErrArrivalUnknown)
-			case <-bound.C:
-				if !errors.Is(stop, op.sentinel) { // else a bounded wait of the write phase severed already
-					p.conn.sever(op.name)
-				}
-				abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.conn.timeoutError(op.name, op.sentinel), messaging.ErrArrivalUnknown)
-			}
-		}
-		select {
-		case results[i] = <-w.answer:
-		default:
-			results[i].Err = fmt.Errorf("message %s: %w", w.message.id, abandon)
-		}
+	p.mu.Lock()
+	w.sealed = true
+	waiting := w.unanswered > 0
+	p.mu.Unlock()
+	if waiting {
+		p.await(ctx, op, w, bound, paused, stop)
 	}
 
 	landed := 0
@@ -176,6 +186,48 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 		return landed, nil
 	}
 	return landed, &messaging.PublishError{Results: results}
+}
+
+// await waits until every sent message of w is answered, ctx ends, the broker
+// blocks the connection or the write's bound passes. A message still
+// unanswered then may or may not have reached the broker, and says so. stop
+// is why the write stopped sending, if it did.
+func (p *publisher) await(ctx context.Context, op operation, w *pendingWrite, bound *writeBound, paused <-chan struct{}, stop error) {
+	var abandon error
+	timedOut := false
+	select {
+	case <-w.done:
+		return
+	case <-ctx.Done():
+		abandon = fmt.Errorf("stopped waiting for the broker's confirm (%w); the message may or may not have reached the broker: %w", ctx.Err(), messaging.ErrArrivalUnknown)
+	case <-paused:
+		// The broker stopped reading this connection: a message written but
+		// not yet confirmed sits unread and lands only when the alarm
+		// clears, which may take hours. Fail fast, and say it may arrive
+		// (a caller that republishes it may create a duplicate, never a
+		// loss); it is not "not sent".
+		abandon = fmt.Errorf("%w; this message was written before the block and was not confirmed, so it may still arrive when the alarm clears: %w", p.pausedError(), messaging.ErrArrivalUnknown)
+	case <-bound.C:
+		timedOut = true
+		abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.conn.timeoutError(op.name, op.sentinel), messaging.ErrArrivalUnknown)
+	}
+
+	p.mu.Lock()
+	if w.unanswered == 0 { // the last answers came in meanwhile
+		p.mu.Unlock()
+		return
+	}
+	w.abandoned = true
+	for i := range w.results {
+		// Sent and unanswered: every other result has an error or a confirm.
+		if r := &w.results[i]; r.Err == nil && !r.Confirmed {
+			r.Err = fmt.Errorf("message %s: %w", r.MessageID, abandon)
+		}
+	}
+	p.mu.Unlock()
+	if timedOut && !errors.Is(stop, op.sentinel) { // else a bounded wait of the write phase severed already
+		p.conn.sever(op.name)
+	}
 }
 
 // acquire takes a slot in the window of unconfirmed publishes. When the write's
@@ -221,37 +273,57 @@ func (p *publisher) pausedError() error {
 	return fmt.Errorf("the broker blocked this connection, so publishing paused: %w", messaging.ErrPublishingPaused)
 }
 
-// send writes one basic.publish and registers it for its confirm.
-func (p *publisher) send(op operation, m outgoing) (*inflight, error) {
+// send writes message i of w as one basic.publish, within the write's bound,
+// and registers it for its confirm. The slot it was given is released when it
+// is not sent.
+func (p *publisher) send(op operation, bound *writeBound, w *pendingWrite, i int) error {
+	m := &w.messages[i]
+	notSent := func(err error) error {
+		return fmt.Errorf("message %s to exchange %q with key %q was not published: %w", m.id, m.exchange, m.key, err)
+	}
+	// Entered before the write lock: waiting for another write's publish is
+	// waiting for the socket too.
+	if !bound.enter() {
+		p.release()
+		p.conn.sever(op.name)
+		return notSent(p.conn.timeoutError(op.name, op.sentinel))
+	}
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 
-	w := &inflight{message: m, answer: make(chan messaging.PublishResult, 1)}
 	seq := p.seq + 1
 	p.mu.Lock()
 	if p.endReason != nil {
 		p.mu.Unlock()
+		bound.leave()
 		p.release()
-		return nil, p.endedError()
+		return p.endedError()
 	}
-	p.pending[seq] = w // before the publish: its confirm may arrive before Publish returns
+	p.pending[seq] = inflight{write: w, index: i} // before the publish: its confirm may arrive before Publish returns
+	w.unanswered++
 	p.mu.Unlock()
 
-	err := p.conn.call(op.name, op.sentinel, func() error {
-		return p.ch.Publish(m.exchange, m.key, m.mandatory, false, m.msg)
-	})
+	err := p.ch.Publish(m.exchange, m.key, m.mandatory, false, m.msg)
+	if bound.leave() {
+		err = p.conn.timeoutError(op.name, op.sentinel)
+	} else {
+		err = refusal(op.name, err, true)
+	}
 	if err != nil {
 		p.mu.Lock()
 		_, registered := p.pending[seq]
-		delete(p.pending, seq)
+		if registered {
+			delete(p.pending, seq)
+			w.unanswered--
+		}
 		p.mu.Unlock()
 		if registered {
 			p.release()
 		}
-		return nil, fmt.Errorf("message %s to exchange %q with key %q was not published: %w", m.id, m.exchange, m.key, err)
+		return notSent(err)
 	}
 	p.seq = seq
-	return w, nil
+	return nil
 }
 
 // drain answers each publish from its confirm and, for a mandatory message, the
@@ -310,7 +382,7 @@ func (p *publisher) file(r amqp.Return) {
 
 // claimReturn takes the oldest unclaimed return of a mandatory message's key. A
 // message that was not mandatory is never returned, so it claims nothing.
-func (p *publisher) claimReturn(m outgoing) (amqp.Return, bool) {
+func (p *publisher) claimReturn(m *outgoing) (amqp.Return, bool) {
 	if !m.mandatory {
 		return amqp.Return{}, false
 	}
@@ -341,13 +413,13 @@ func (p *publisher) takeReturn(k returnKey) (amqp.Return, bool) {
 func (p *publisher) settle(c amqp.Confirmation) {
 	p.confirmed.Add(1)
 	p.mu.Lock()
-	w, ok := p.pending[c.DeliveryTag]
+	f, ok := p.pending[c.DeliveryTag]
 	if !ok {
 		p.mu.Unlock()
 		return
 	}
 	delete(p.pending, c.DeliveryTag)
-	m := w.message
+	m := f.message()
 	result := messaging.PublishResult{MessageID: m.id, Confirmed: c.Ack, Routed: c.Ack}
 	if !c.Ack {
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q was refused by the broker (basic.nack); publish it again or investigate the broker: %w", m.id, m.exchange, m.key, messaging.ErrRefused)
@@ -355,8 +427,8 @@ func (p *publisher) settle(c amqp.Confirmation) {
 		result.Routed = false
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q reached no queue (%d %s); the broker dropped it: %w", m.id, m.exchange, m.key, r.ReplyCode, r.ReplyText, messaging.ErrUnroutable)
 	}
+	answerLocked(f, result)
 	p.mu.Unlock()
-	w.answer <- result
 	p.release()
 }
 
@@ -380,16 +452,19 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	p.mu.Lock()
 	p.endReason = reason
 	pending := p.pending
-	p.pending = map[uint64]*inflight{}
+	p.pending = map[uint64]inflight{}
 	p.returned = map[returnKey][]amqp.Return{}
 	p.returnOrder = nil
-	p.mu.Unlock()
-	for _, w := range pending {
-		w.answer <- messaging.PublishResult{
-			MessageID: w.message.id,
+	for _, f := range pending {
+		m := f.message()
+		answerLocked(f, messaging.PublishResult{
+			MessageID: m.id,
 			Err: fmt.Errorf("message %s to exchange %q with key %q: the channel closed before the broker confirmed it (%w); it may or may not have reached the broker: %w",
-				w.message.id, w.message.exchange, w.message.key, reason, messaging.ErrArrivalUnknown),
-		}
+				m.id, m.exchange, m.key, reason, messaging.ErrArrivalUnknown),
+		})
+	}
+	p.mu.Unlock()
+	for range pending {
 		p.release()
 	}
 }

@@ -282,14 +282,17 @@ func (f *WriterFixture) TestAConfirmNotArrivingWithinTheBrokerTimeoutSeversTheCo
 func (f *WriterFixture) TestAPublishStuckInTheSocketIsSeveredAtTheBrokerTimeout() {
 	f.channel.Block("Publish")
 	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
-	f.h.clock.awaitActive(f.T(), 2) // the write's bound and the publish call's
+	f.channel.awaitCall(f.T(), "Publish")
+	f.So(len(f.h.clock.Active()), should.Equal, 1) // the write's bound, which also bounds its publishes
 
 	f.h.clock.Expire()
 	got := receive(f.T(), result, "Write")
 
 	f.So(got.n, should.Equal, 0)
 	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeFalse)
 	f.So(f.raw.isSevered(), should.BeTrue)
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP publish did not complete within [30s]; severing the connection.")
 }
 
 func (f *WriterFixture) TestABlockedConnectionFailsWritesAtOnceUntilUnblocked() {
