@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -45,4 +46,34 @@ func (f *CatchUpFixture) TestARowCommittedBelowTheCursorIsPublishedBeforeHandoff
 	h.log.Await(tb(f), "commits hand their messages to it again")
 	f.So(h.publisher.Published(), should.Equal, []string{"a", "c", "d", "late"})
 	f.So(h.count("dispatched_us IS NULL"), should.Equal, 0)
+}
+
+// A full page of a pass has the next page read while it is published, so the
+// broker is not left idle while the table is read. The proof: rows deleted
+// from the table after that read, while the page before is still being
+// published, are published all the same (they are leased to this instance:
+// a real deletion does not happen).
+func (f *CatchUpFixture) TestTheNextPageIsReadWhileAFullPageIsPublished() {
+	db := openSQLite(tb(f))
+	readAhead := make(chan int64, 10)
+	h := newHarness(tb(f), db, Options.ChannelBufferCapacity(1), Options.PageSize(2),
+		func(c *configuration) { c.readAhead = func(after int64) { readAhead <- after } })
+	f.So(h.Commit(message("a")), should.BeNil)                    // id 1, in the channel
+	f.So(h.Commit(messages("b", "c", "d", "e")...), should.BeNil) // ids 2-5, in the table
+
+	h.publisher.gate = make(chan struct{})
+	h.Listen()
+	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"a"})
+	h.publisher.gate <- struct{}{}
+	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"b", "c"})
+	select {
+	case after := <-readAhead:
+		f.So(after, should.Equal, 3)
+	case <-time.After(testBound):
+		f.So("the page after id 3 was not read while b and c were published", should.BeEmpty)
+	}
+	_, err := db.Exec("DELETE FROM Messages WHERE message_id IN ('d', 'e')")
+	f.So(err, should.BeNil)
+	close(h.publisher.gate)
+	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"d", "e"})
 }

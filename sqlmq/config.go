@@ -57,6 +57,9 @@ type configuration struct {
 	// newPublisher is the seam unit tests use to replace the batch writer over
 	// the transport.
 	newPublisher func() publisher
+	// readAhead, when set, is told the cursor of each page a catch-up pass
+	// read ahead, once the read is done (a seam for unit tests).
+	readAhead func(after int64)
 }
 
 type option func(*configuration)

@@ -28,6 +28,17 @@ type processor struct {
 	// cursor is the highest id the current catch-up pass has read; zero
 	// before a pass.
 	cursor int64
+	// ahead delivers the next page of a catch-up pass, read while the page
+	// before it is published (nil when no read is on its way).
+	ahead chan pageRead
+}
+
+// pageRead is one page of a catch-up pass: the rows past after.
+type pageRead struct {
+	after      int64
+	rows       []row
+	unreadable []unreadableRow
+	err        error
 }
 
 // Listen publishes until Close is called or the process context ends: first
@@ -48,6 +59,7 @@ func (p *processor) Listen() {
 	defer func() { _ = p.publisher.Close() }()
 	p.marks = startMarker(p)
 	defer p.marks.stop()
+	defer p.dropAhead()
 	ctx := o.ctx
 
 	p.recover(ctx)
@@ -74,6 +86,9 @@ func (p *processor) Listen() {
 		case <-ctx.Done():
 			return
 		case first := <-o.channel:
+			// A page read ahead is only good while nothing else publishes:
+			// the rows it holds may be published here or by a sweep.
+			p.dropAhead()
 			rows := p.gather(ctx, first, busy)
 			left := len(o.channel)
 			p.dispatch(ctx, rows)
@@ -88,8 +103,10 @@ func (p *processor) Listen() {
 			}
 		case <-retry:
 			retry = nil
+			p.dropAhead()
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
 		case <-sweep:
+			p.dropAhead()
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
 		case <-prune:
 			prune = p.after(o.config.pruneEvery, p.prune(ctx))
@@ -208,7 +225,7 @@ func (p *processor) catchUp(ctx context.Context) bool {
 		p.marks.flush()
 	}
 	start := p.cursor
-	rows, unreadable, err := o.store.readOwn(ctx, o.config.owner, start, o.config.pageSize, o.config.clock.Now())
+	rows, unreadable, err := p.readPage(ctx, start)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.config.logger.Warn(fmt.Sprintf("Unable to read the message(s) committed while the dispatch processor's channel was full [%v]; retrying in [%s].", err, o.config.retry),
@@ -222,6 +239,11 @@ func (p *processor) catchUp(ctx context.Context) bool {
 	}
 	for _, u := range unreadable {
 		p.cursor = max(p.cursor, u.id)
+	}
+	if len(rows)+len(unreadable) == o.config.pageSize {
+		// A full page: the next is likely there too. Reading it while this
+		// one is published keeps the broker busy between pages.
+		p.readAhead(ctx, p.cursor)
 	}
 	// Rows on their way do not count: a pass from the first row is over
 	// when it finds none left behind.
@@ -238,6 +260,46 @@ func (p *processor) catchUp(ctx context.Context) bool {
 		o.config.logger.Info("The dispatch processor has published the message(s) committed while its channel was full; commits hand their messages to it again.")
 	}
 	return true
+}
+
+// readPage is the page of the rows leased to this instance past after: the one
+// read ahead when it was read from there, else read now.
+func (p *processor) readPage(ctx context.Context, after int64) ([]row, []unreadableRow, error) {
+	if p.ahead != nil {
+		read := <-p.ahead
+		p.ahead = nil
+		if read.after == after {
+			return read.rows, read.unreadable, read.err
+		}
+		p.retiredUnreadable(read.unreadable) // retired by the read: still told
+	}
+	o := p.outbox
+	return o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, o.config.clock.Now())
+}
+
+// readAhead starts reading the page past after. Its goroutine ends when the
+// read does (bounded by ctx); readPage or dropAhead takes its result.
+func (p *processor) readAhead(ctx context.Context, after int64) {
+	p.dropAhead()
+	o := p.outbox
+	ahead := make(chan pageRead, 1)
+	p.ahead = ahead
+	go func() {
+		rows, unreadable, err := o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, o.config.clock.Now())
+		ahead <- pageRead{after: after, rows: rows, unreadable: unreadable, err: err}
+		if o.config.readAhead != nil {
+			o.config.readAhead(after)
+		}
+	}()
+}
+
+// dropAhead waits for a read ahead that will not be used and discards it,
+// telling only of the rows it retired.
+func (p *processor) dropAhead() {
+	if p.ahead != nil {
+		p.retiredUnreadable((<-p.ahead).unreadable)
+		p.ahead = nil
+	}
 }
 
 // claim leases a page of rows no live instance holds and publishes those not
