@@ -248,6 +248,7 @@ type fakeMonitor struct {
 	mu                                    sync.Mutex
 	changed                               chan struct{}
 	stored, published, confirmed, retired int
+	marks                                 int // MessageConfirmed calls: one per UPDATE
 	lags                                  []time.Duration
 }
 
@@ -257,6 +258,7 @@ func (m *fakeMonitor) MessageConfirmed(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.confirmed += n
+	m.marks++
 	if m.changed != nil {
 		close(m.changed)
 	}

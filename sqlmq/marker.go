@@ -22,6 +22,7 @@ type marker struct {
 	pages   chan markJob
 	pending sync.WaitGroup // pages handed over and not yet marked
 	stopped chan struct{}
+	hurry   chan struct{} // flush wants what waits marked now
 
 	mu sync.Mutex
 	// deadline, set by stop, ends the marking of what is still waiting: past
@@ -34,6 +35,15 @@ type marker struct {
 // markQueue is how many confirmed pages may wait for their mark.
 const markQueue = 8
 
+// markEvery is the least time from the start of one UPDATE to the start of
+// the next while it has less than a page to mark: under a stream of
+// one-message commits the relay then commits at most 50 marks a second
+// instead of one per published batch (hundreds), leaving the database to the
+// service's own commits. Publishing is not delayed; only the mark is, so a
+// crash may publish up to this much more again (at least once, as always).
+// A flush (a catch-up pass from the first row) and stop do not wait for it.
+const markEvery = 20 * time.Millisecond
+
 type markJob struct {
 	ctx  context.Context
 	rows []row
@@ -41,7 +51,7 @@ type markJob struct {
 
 // startMarker starts the marking goroutine; stop ends it.
 func startMarker(p *processor) *marker {
-	m := &marker{p: p, pages: make(chan markJob, markQueue), stopped: make(chan struct{})}
+	m := &marker{p: p, pages: make(chan markJob, markQueue), stopped: make(chan struct{}), hurry: make(chan struct{}, 1)}
 	go m.run()
 	return m
 }
@@ -50,6 +60,7 @@ func (m *marker) run() {
 	defer close(m.stopped)
 	limit := m.p.outbox.config.pageSize
 	var carried *markJob
+	var last time.Time // when the last UPDATE started
 	for {
 		job, ok := markJob{}, true
 		if carried != nil {
@@ -58,23 +69,36 @@ func (m *marker) run() {
 			return
 		}
 		rows, jobs := job.rows, 1
+		// Gather what waits; while less than a page and markEvery has not
+		// passed since the last UPDATE, also what comes meanwhile.
+		due := time.NewTimer(time.Until(last.Add(markEvery)))
 	gather:
 		for len(rows) < limit {
+			var next markJob
+			var open bool
 			select {
-			case next, open := <-m.pages:
-				if !open {
-					break gather
-				}
-				if len(rows)+len(next.rows) > limit {
-					carried = &next
-					break gather
-				}
-				rows = slices.Concat(rows, next.rows)
-				jobs++
+			case next, open = <-m.pages: // what already waits goes first
 			default:
+				select {
+				case next, open = <-m.pages:
+				case <-due.C:
+					break gather
+				case <-m.hurry:
+					break gather
+				}
+			}
+			if !open {
 				break gather
 			}
+			if len(rows)+len(next.rows) > limit {
+				carried = &next
+				break gather
+			}
+			rows = slices.Concat(rows, next.rows)
+			jobs++
 		}
+		due.Stop()
+		last = time.Now()
 		if m.pastDeadline() {
 			m.p.outbox.forget(rows)
 		} else {
@@ -98,7 +122,13 @@ func (m *marker) mark(ctx context.Context, rows []row) {
 
 // flush waits until every page handed over has been marked (or given up on
 // because the context ended: then its rows are published again later).
-func (m *marker) flush() { m.pending.Wait() }
+func (m *marker) flush() {
+	select {
+	case m.hurry <- struct{}{}:
+	default:
+	}
+	m.pending.Wait()
+}
 
 // stop marks what was handed over and ends the goroutine. The marks run
 // even after the context ended, for markTimeout in all (each attempt bounded

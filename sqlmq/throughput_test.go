@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -168,4 +169,27 @@ func (f *ThroughputFixture) TestLingerDefaultsWhenNotPositive() {
 	f.So(newConfiguration([]option{Options.Linger(0)}).linger, should.Equal, DefaultLinger)
 	f.So(newConfiguration([]option{Options.Linger(-time.Second)}).linger, should.Equal, DefaultLinger)
 	f.So(newConfiguration([]option{Options.Linger(time.Millisecond)}).linger, should.Equal, time.Millisecond)
+}
+
+// One-message pages confirmed a millisecond apart are not marked by an
+// UPDATE each: after one UPDATE the marker gathers for markEvery before the
+// next while it holds less than a page. (Marked as they come, the twenty
+// pages cost ten UPDATEs or more.)
+func (f *ThroughputFixture) TestPagesConfirmedCloseTogetherShareOneMark() {
+	const n = 20
+	for i := range n {
+		f.So(f.h.Commit(message(fmt.Sprint("m", i))), should.BeNil)
+	}
+	m := startMarker(f.h.processor.(*processor))
+	defer m.stop()
+	m.mark(context.Background(), []row{{id: 1}}) // the SQLite ids of the rows are 1-20
+	f.h.monitor.AwaitConfirmed(tb(f), 1)
+	for id := int64(2); id <= n; id++ {
+		time.Sleep(time.Millisecond) // the marker is idle between them
+		m.mark(context.Background(), []row{{id: id}})
+	}
+	f.h.monitor.AwaitConfirmed(tb(f), n)
+	f.h.monitor.mu.Lock()
+	defer f.h.monitor.mu.Unlock()
+	f.So(f.h.monitor.marks, should.BeBetweenOrEqual, 2, 6)
 }
