@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -125,7 +126,7 @@ type side struct {
 
 func main() {
 	var s settings
-	var only string
+	var only, cpuProfile string
 	flag.StringVar(&s.url, "amqp", envOr("WARRENMQ_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address")
 	flag.StringVar(&s.dsn, "dsn", envOr("WARRENMQ_MYSQL", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source for the outbox scenario")
 	flag.IntVar(&s.size, "size", 1024, "payload size in bytes")
@@ -134,6 +135,7 @@ func main() {
 	flag.IntVar(&s.window, "window", 1000, "unconfirmed publishes allowed in flight (both sides)")
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
 	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
+	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, each side labelled (pprof -tagfocus side=NAME)")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream, concurrent); empty runs all")
 	flag.Parse()
 
@@ -144,6 +146,14 @@ func main() {
 		os.Exit(1)
 	}
 	defer release()
+	if cpuProfile != "" {
+		stopProfile, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer stopProfile()
+	}
 	// An interrupt ends the runs early; the queues and tables are still removed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -189,6 +199,22 @@ func shareLock(path string) (release func(), err error) {
 	}
 }
 
+// startCPUProfile profiles the process's CPU into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("create the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("start the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
+
 func bench(ctx context.Context, s settings, only string) error {
 	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s), concurrentScenario(s)}
 	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = the median over rounds of ours / baseline in the same round, spread = lowest-highest\n", s.size, s.window, s.rounds)
@@ -229,7 +255,13 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 			if err := purgeQueue(s.url, queue); err != nil {
 				return err
 			}
-			m, err := sc.sides[i].run(ctx, queue)
+			var m measurement
+			var err error
+			// Labelled so a profile separates the sides: go tool pprof
+			// -tagfocus side=ours-100 (goroutines started inside inherit it).
+			pprof.Do(ctx, pprof.Labels("scenario", sc.name, "side", sc.sides[i].name), func(ctx context.Context) {
+				m, err = sc.sides[i].run(ctx, queue)
+			})
 			if err != nil {
 				return fmt.Errorf("%s: %w", sc.sides[i].name, err)
 			}

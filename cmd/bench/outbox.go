@@ -86,7 +86,10 @@ func outboxScenario(s settings) scenario {
 				return rawOutbox(ctx, s, db, plainTable, queue, body)
 			})},
 			{name: "strong-100", run: kept("strong-100", func(ctx context.Context, queue string) (outboxRun, error) {
-				return strongOutbox(ctx, s, db, strongTable, queue, body, 100)
+				return strongOutbox(ctx, s, db, strongTable, queue, body, 100, false)
+			})},
+			{name: "strong+env-100", run: kept("strong+env-100", func(ctx context.Context, queue string) (outboxRun, error) {
+				return strongOutbox(ctx, s, db, strongTable, queue, body, 100, true)
 			})},
 			{name: "ours-100", baseline: "strong-100", run: kept("ours-100", func(ctx context.Context, queue string) (outboxRun, error) {
 				return oursOutbox(ctx, s, db, outboxTable, queue, body, 100)
@@ -95,7 +98,7 @@ func outboxScenario(s settings) scenario {
 				return rawInserts(ctx, s, db, plainTable, body)
 			})},
 			{name: "strong-1", baseline: "raw-insert-1", run: kept("strong-1", func(ctx context.Context, queue string) (outboxRun, error) {
-				return strongOutbox(ctx, s, db, strongTable, queue, body, 1)
+				return strongOutbox(ctx, s, db, strongTable, queue, body, 1, false)
 			})},
 			{name: "ours-1", baseline: "raw-insert-1", run: kept("ours-1", func(ctx context.Context, queue string) (outboxRun, error) {
 				return oursOutbox(ctx, s, db, outboxTable, queue, body, 1)
@@ -103,7 +106,7 @@ func outboxScenario(s settings) scenario {
 		},
 		report: func(totals []measurement) {
 			fmt.Printf("# outbox/ours-1: the broker held the last message %s after the last commit (worst of %d rounds); the dispatcher published %.1f messages per batch on average (ours-100: %.1f)\n",
-				totals[5].lag.Round(time.Millisecond), s.rounds, perBatch(totals[5]), perBatch(totals[2]))
+				totals[6].lag.Round(time.Millisecond), s.rounds, perBatch(totals[6]), perBatch(totals[3]))
 			reportOutboxMedians(rounds)
 		},
 	}
@@ -125,12 +128,13 @@ func reportOutboxMedians(rounds map[string][]outboxRun) {
 	}
 	delivered := func(r outboxRun) float64 { return r.rate() }
 	committing := func(r outboxRun) float64 { return r.commitRate }
-	fmt.Printf("# outbox medians of %d rounds, delivered msgs/s: %s, %s, %s\n", len(rounds["ours-100"]),
-		ratio("ours-100", "strong-100", delivered), ratio("ours-100", "raw-100", delivered), ratio("strong-100", "raw-100", delivered))
+	fmt.Printf("# outbox medians of %d rounds, delivered msgs/s: %s, %s, %s, %s, %s\n", len(rounds["ours-100"]),
+		ratio("ours-100", "strong-100", delivered), ratio("ours-100", "strong+env-100", delivered), ratio("strong+env-100", "strong-100", delivered),
+		ratio("ours-100", "raw-100", delivered), ratio("strong-100", "raw-100", delivered))
 	fmt.Printf("# outbox medians, commits/s at 1 per transaction: %s, %s\n",
 		ratio("ours-1", "raw-insert-1", committing), ratio("strong-1", "raw-insert-1", committing))
 	var rates, tails []string
-	for _, name := range []string{"strong-100", "ours-100", "strong-1", "ours-1"} {
+	for _, name := range []string{"strong-100", "strong+env-100", "ours-100", "strong-1", "ours-1"} {
 		var commit, tail []float64
 		for _, r := range rounds[name] {
 			commit = append(commit, r.commitRate)

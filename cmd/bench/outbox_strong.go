@@ -57,7 +57,11 @@ type outboxRun struct {
 // attempts and errors recorded, order under a broker outage), so it is the
 // bound to measure against. Timed like ours: until the broker holds every
 // committed message.
-func strongOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string, body []byte, perTx int) (outboxRun, error) {
+//
+// With envelope set, the relay publishes each message with the properties
+// and x-acemq-* headers our transport writes, so the cost of the wire
+// contract can be told apart from the cost of our outbox.
+func strongOutbox(ctx context.Context, s settings, db *sql.DB, table, queue string, body []byte, perTx int, envelope bool) (outboxRun, error) {
 	if err := truncate(ctx, db, table); err != nil {
 		return outboxRun{}, err
 	}
@@ -84,7 +88,7 @@ func strongOutbox(ctx context.Context, s settings, db *sql.DB, table, queue stri
 	defer stopRelay()
 	var relayed atomic.Int64
 	relayDone := make(chan error, 1)
-	go func() { relayDone <- strongRelay(relayCtx, db, ch, table, queue, s.window, &relayed) }()
+	go func() { relayDone <- strongRelay(relayCtx, db, ch, table, queue, s.window, envelope, &relayed) }()
 
 	args := make([]any, 2*perTx)
 	watch := startWatch()
@@ -150,7 +154,7 @@ func commitStrong(ctx context.Context, db *sql.DB, insert *sql.Stmt, args []any)
 // strongRelay publishes what the table holds until ctx ends: a page of
 // unpublished rows in id order, every publish pipelined on one confirm-mode
 // channel (at most window unconfirmed), then one UPDATE marking the page.
-func strongRelay(ctx context.Context, db *sql.DB, ch *amqp.Channel, table, queue string, window int, relayed *atomic.Int64) error {
+func strongRelay(ctx context.Context, db *sql.DB, ch *amqp.Channel, table, queue string, window int, envelope bool, relayed *atomic.Int64) error {
 	query := "SELECT id, message_id, payload FROM " + table + " WHERE dispatched = 0 ORDER BY id LIMIT " + fmt.Sprint(strongPage)
 	ids := make([]any, 0, strongPage)
 	pending := make([]*amqp.DeferredConfirmation, 0, window)
@@ -176,9 +180,11 @@ func strongRelay(ctx context.Context, db *sql.DB, ch *amqp.Channel, table, queue
 				}
 				pending = pending[:0]
 			}
-			c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
-				DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", MessageId: messageID, Body: payload,
-			})
+			publishing := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", MessageId: messageID, Body: payload}
+			if envelope {
+				addEnvelope(&publishing, messageID, queue)
+			}
+			c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, publishing)
 			if err != nil {
 				_ = rows.Close()
 				return relayEnded(ctx, "publish", err)
