@@ -27,10 +27,13 @@ func concurrentScenario(s settings) scenario {
 	body := make([]byte, s.size)
 	return scenario{name: "concurrent", sides: []side{
 		{name: "raw-per-goroutine", run: func(ctx context.Context, queue string) (measurement, error) {
-			return rawConcurrent(ctx, s, queue, body, false)
+			return rawConcurrent(ctx, s, queue, body, false, false)
 		}},
 		{name: "raw-shared", run: func(ctx context.Context, queue string) (measurement, error) {
-			return rawConcurrent(ctx, s, queue, body, true)
+			return rawConcurrent(ctx, s, queue, body, true, false)
+		}},
+		{name: "raw-shared+envelope", baseline: "raw-shared", run: func(ctx context.Context, queue string) (measurement, error) {
+			return rawConcurrent(ctx, s, queue, body, true, true)
 		}},
 		{name: "writer-shared", baseline: "raw-shared", run: func(ctx context.Context, queue string) (measurement, error) {
 			transport := rabbitmq.New(rabbitmq.Options.Address(s.url), rabbitmq.Options.MaxOutstandingPublishes(s.window))
@@ -84,8 +87,9 @@ func oursConcurrent(ctx context.Context, s settings, queue string, body []byte, 
 }
 
 // rawConcurrent is the same loop with amqp091-go: each goroutine on its own
-// confirm channel, or all on one (the client pipelines their confirms).
-func rawConcurrent(ctx context.Context, s settings, queue string, body []byte, shared bool) (measurement, error) {
+// confirm channel, or all on one (the client pipelines their confirms); with
+// envelope, each message carries the x-acemq-* envelope ours writes.
+func rawConcurrent(ctx context.Context, s settings, queue string, body []byte, shared, envelope bool) (measurement, error) {
 	conn, err := amqp.Dial(s.url)
 	if err != nil {
 		return measurement{}, err
@@ -118,8 +122,11 @@ func rawConcurrent(ctx context.Context, s settings, queue string, body []byte, s
 		}
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false,
-					amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body})
+				publishing := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body}
+				if envelope {
+					addEnvelope(&publishing, messaging.NewID(), queue)
+				}
+				c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, publishing)
 				if err == nil {
 					var ok bool
 					if ok, err = c.WaitContext(ctx); err == nil && !ok {
