@@ -2,6 +2,7 @@ package rabbitmq_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -13,8 +14,8 @@ import (
 )
 
 // BenchmarkWrite publishes persistent, mandatory 1 KiB dispatches to a durable
-// queue on the local broker, 100 per Write, the shape cmd/bench's publish
-// scenario measures; b.N counts messages. With -benchmem it shows the
+// queue on the local broker, 1 and 100 per Write (cmd/bench's roundtrip and
+// publish shapes); b.N counts messages. With -benchmem it shows the
 // allocations the publish path costs per message, broker client included.
 func BenchmarkWrite(b *testing.B) {
 	url := testenv.Broker(b)
@@ -47,21 +48,21 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	defer func() { _ = w.Close() }()
 
-	const perWrite = 100
-	dispatches := make([]messaging.Dispatch, perWrite)
-	for i := range dispatches {
-		dispatches[i] = messaging.Dispatch{RoutingKey: queue, Mandatory: true,
-			ContentType: "application/octet-stream", Payload: make([]byte, 1024)}
+	for _, perWrite := range []int{1, 100} {
+		b.Run(fmt.Sprintf("%d-per-write", perWrite), func(b *testing.B) {
+			dispatches := make([]messaging.Dispatch, perWrite)
+			for i := range dispatches {
+				dispatches[i] = messaging.Dispatch{RoutingKey: queue, Mandatory: true,
+					ContentType: "application/octet-stream", Payload: make([]byte, 1024)}
+			}
+			b.ReportAllocs()
+			for sent := 0; sent < b.N; sent += perWrite {
+				if _, err := w.Write(ctx, dispatches[:min(perWrite, b.N-sent)]...); err != nil {
+					b.Fatalf("write: %v", err)
+				}
+			}
+		})
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for sent := 0; sent < b.N; sent += perWrite {
-		batch := dispatches[:min(perWrite, b.N-sent)]
-		if _, err := w.Write(ctx, batch...); err != nil {
-			b.Fatalf("write: %v", err)
-		}
-	}
-	b.StopTimer()
 	if _, err := ch.QueuePurge(queue, false); err != nil {
 		b.Fatalf("purge %s: %v", queue, err)
 	}
