@@ -408,6 +408,9 @@ func ExpirationMillis(ttl time.Duration) string {
 // ParseExpiration reads an AMQP expiration: decimal milliseconds; anything
 // else, zero or negative is none (0); too large is the longest duration.
 func ParseExpiration(value string) time.Duration {
+	if value == "" { // most deliveries: answered without the parse error's allocation
+		return 0
+	}
 	ms, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 	if err != nil || ms <= 0 {
 		return 0

@@ -123,6 +123,11 @@ func TestExpirationTravelsInWholeMillisecondsRoundedUp(t *testing.T) {
 			t.Errorf("ParseExpiration(%q) = %s, want %s", value, got, want)
 		}
 	}
+	// Most deliveries carry none: reading that must not allocate (a parse
+	// error for every delivered message did).
+	if allocs := testing.AllocsPerRun(1000, func() { _ = ParseExpiration("") }); allocs != 0 {
+		t.Errorf("ParseExpiration(\"\") allocates %.0f times per call, want 0", allocs)
+	}
 }
 
 // TestAnEncoderWritesWhatEncodeWritesForEachDispatch: the values an Encoder
