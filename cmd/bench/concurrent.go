@@ -61,79 +61,65 @@ func concurrentScenario(s settings) scenario {
 }
 
 func oursConcurrent(ctx context.Context, s settings, queue string, body []byte, writer messaging.Writer) (measurement, error) {
-	var total atomic.Int64
-	var first atomic.Pointer[error]
-	var wg sync.WaitGroup
-	watch := startWatch()
-	deadline := watch.start.Add(s.duration)
-	for range publishers {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				_, err := writer.Write(ctx, messaging.Dispatch{RoutingKey: queue, Mandatory: true, ContentType: "application/octet-stream", Payload: body})
-				if err != nil {
-					first.CompareAndSwap(nil, &err)
-					return
-				}
-				total.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	m := watch.stop(int(total.Load()))
-	if err := first.Load(); err != nil {
-		return m, *err
-	}
-	return m, nil
+	return eachPublisher(s, func(int) error {
+		_, err := writer.Write(ctx, messaging.Dispatch{RoutingKey: queue, Mandatory: true, ContentType: "application/octet-stream", Payload: body})
+		return err
+	})
 }
 
 // rawConcurrent is the same loop with amqp091-go: each goroutine on its own
 // confirm channel, or all on one (the client pipelines their confirms); with
-// envelope, each message carries the x-acemq-* envelope ours writes.
+// envelope, each message carries the x-acemq-* envelope ours writes. Every
+// channel is open before the first goroutine starts.
 func rawConcurrent(ctx context.Context, s settings, queue string, body []byte, shared, envelope bool) (measurement, error) {
 	conn, err := amqp.Dial(s.url)
 	if err != nil {
 		return measurement{}, err
 	}
 	defer conn.Close()
-	open := func() (*amqp.Channel, error) {
-		ch, err := conn.Channel()
-		if err != nil {
-			return nil, err
+	channels := make([]*amqp.Channel, publishers)
+	for i := range channels {
+		if shared && i > 0 {
+			channels[i] = channels[0]
+			continue
 		}
-		return ch, ch.Confirm(false)
-	}
-	var common *amqp.Channel
-	if shared {
-		if common, err = open(); err != nil {
+		if channels[i], err = conn.Channel(); err != nil {
+			return measurement{}, err
+		}
+		if err := channels[i].Confirm(false); err != nil {
 			return measurement{}, err
 		}
 	}
+	return eachPublisher(s, func(i int) error {
+		publishing := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body}
+		if envelope {
+			addEnvelope(&publishing, messaging.NewID(), queue)
+		}
+		c, err := channels[i].PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, publishing)
+		if err != nil {
+			return err
+		}
+		ok, err := c.WaitContext(ctx)
+		if err == nil && !ok {
+			err = fmt.Errorf("raw concurrent publish: nacked")
+		}
+		return err
+	})
+}
+
+// eachPublisher runs publish (given the goroutine's index) in a loop on each
+// of the publishers' goroutines for s.duration and measures how many
+// succeeded; the first error stops that goroutine and is returned.
+func eachPublisher(s settings, publish func(i int) error) (measurement, error) {
 	var total atomic.Int64
 	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	watch := startWatch()
 	deadline := watch.start.Add(s.duration)
-	for range publishers {
-		ch := common
-		if !shared {
-			if ch, err = open(); err != nil {
-				return measurement{}, err
-			}
-		}
+	for i := range publishers {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				publishing := amqp.Publishing{DeliveryMode: amqp.Persistent, ContentType: "application/octet-stream", Body: body}
-				if envelope {
-					addEnvelope(&publishing, messaging.NewID(), queue)
-				}
-				c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, publishing)
-				if err == nil {
-					var ok bool
-					if ok, err = c.WaitContext(ctx); err == nil && !ok {
-						err = fmt.Errorf("raw concurrent publish: nacked")
-					}
-				}
-				if err != nil {
+				if err := publish(i); err != nil {
 					first.CompareAndSwap(nil, &err)
 					return
 				}
