@@ -33,7 +33,12 @@ func (e *OffsetBeyondEndError) Error() string {
 // endQuiet is how long the probe waits for a further delivery before it takes
 // the newest offset it saw as the stream's last. The broker hands the last
 // chunk over at once when the probe attaches.
-var endQuiet = time.Second
+const endQuiet = time.Second
+
+// endLimit bounds the whole probe, whatever the caller's context: a stream
+// appended to without pause is never quiet, and an offset it really holds is
+// reached within the last chunk, long before this.
+const endLimit = 10 * time.Second
 
 // endProbeTag is the consumer tag of the probe, as the management interface
 // shows it while the probe runs.
@@ -42,8 +47,8 @@ const endProbeTag = "warrenmq-stream-end-probe"
 // checkReachable returns an *OffsetBeyondEndError when stream ends before
 // offset, found by a short-lived consumer that attaches at the last chunk
 // (FromLast) and reads until it sees offset-1 (the stream reaches the offset:
-// nil at once) or the broker has nothing more for endQuiet. Offset zero is
-// always reachable. ctx bounds the whole probe.
+// nil at once) or the broker has nothing more for endQuiet; endLimit and ctx
+// bound the whole probe. Offset zero is always reachable.
 func checkReachable(ctx context.Context, connector messaging.Connector, stream string, offset uint64) error {
 	if offset == 0 {
 		return nil
@@ -53,16 +58,21 @@ func checkReachable(ctx context.Context, connector messaging.Connector, stream s
 		return fmt.Errorf("streams: attach to the end of stream %q: %w", stream, err)
 	}
 	defer detach()
+	limit := time.Now().Add(endLimit)
 	var next uint64 // one past the newest offset seen
 	for {
-		read, cancel := context.WithTimeout(ctx, endQuiet)
+		quiet := time.Now().Add(endQuiet)
+		if quiet.After(limit) {
+			quiet = limit
+		}
+		read, cancel := context.WithDeadline(ctx, quiet)
 		var delivery messaging.Delivery
 		err := probe.Read(read, &delivery)
 		cancel()
 		switch {
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			// Quiet: the stream holds nothing at or after next.
+			// Quiet, or past the limit: the stream holds nothing at or after next.
 			return &OffsetBeyondEndError{Stream: stream, Offset: offset, Next: next}
 		default:
 			return fmt.Errorf("streams: read the end of stream %q: %w", stream, err)

@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -56,5 +57,38 @@ func TestAnOffsetAtTheStreamsEndReadsWhatComesNext(t *testing.T) {
 	defer s.mu.Unlock()
 	if s.ids[0] != "new-00000" || s.offsets[0] != 40 {
 		t.Fatalf("from offset 40 (the end): first %s at %d, want new-00000 at 40", s.ids[0], s.offsets[0])
+	}
+}
+
+// A stream appended to without pause is never quiet: the probe still ends,
+// within endLimit, even when the caller's context has no deadline.
+func TestTheEndProbeIsBoundedOnAStreamThatNeverGoesQuiet(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "busy", Retention{MaxAge: time.Hour})
+	publish(t, transport, stream, ids("busy", 0, 10)...)
+	stop := make(chan struct{})
+	appended := make(chan struct{})
+	go func() { // appends a message every 100 ms until the probe has ended
+		defer close(appended)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				publish(t, transport, stream, fmt.Sprint("more-", i))
+			}
+		}
+	}()
+	started := time.Now()
+	_, err := Read(context.Background(), transport, stream, newSeen().handler(), Options.From(FromOffset(1_000_000)), Options.Logger(quiet))
+	close(stop)
+	<-appended
+	var beyond *OffsetBeyondEndError
+	if !errors.As(err, &beyond) || beyond.Next < 10 {
+		t.Fatalf("Read from offset 1,000,000 of a stream appended to all along: %v, want an OffsetBeyondEndError", err)
+	}
+	if took := time.Since(started); took > endLimit+3*time.Second {
+		t.Fatalf("the probe took %s on a stream that never went quiet (limit %s)", took, endLimit)
 	}
 }
