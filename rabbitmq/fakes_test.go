@@ -334,6 +334,7 @@ type fakeChannel struct {
 	blocking   map[string]bool
 	failing    map[string]error
 	closed     bool
+	written    func() // AfterPublish
 	shutOnce   sync.Once
 }
 
@@ -425,7 +426,21 @@ func (ch *fakeChannel) Publish(exchange, key string, mandatory, _ bool, msg amqp
 		return err
 	}
 	ch.published <- fakePublish{exchange: exchange, key: key, mandatory: mandatory, msg: msg}
+	ch.mu.Lock()
+	written := ch.written
+	ch.mu.Unlock()
+	if written != nil {
+		written()
+	}
 	return nil
+}
+
+// AfterPublish runs written after each publish has reached the socket,
+// before Publish returns (a confirm or a timer arriving in that window).
+func (ch *fakeChannel) AfterPublish(written func()) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.written = written
 }
 
 func (ch *fakeChannel) ExchangeDeclare(name, kind string, durable, autoDelete, internal, noWait bool, args amqp.Table) error {

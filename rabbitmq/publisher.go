@@ -304,26 +304,30 @@ func (p *publisher) send(op operation, bound *writeBound, w *pendingWrite, i int
 	p.mu.Unlock()
 
 	err := p.ch.Publish(m.exchange, m.key, m.mandatory, false, m.msg)
-	if bound.leave() {
+	timedOut := bound.leave()
+	if err == nil {
+		// On the wire, even if the bound passed meanwhile: its confirm
+		// answers it, or the severed connection does (arrival unknown). It
+		// keeps its delivery tag, as the channel counted it.
+		p.seq = seq
+		return nil
+	}
+	if timedOut {
 		err = p.conn.timeoutError(op.name, op.sentinel)
 	} else {
 		err = refusal(op.name, err, true)
 	}
-	if err != nil {
-		p.mu.Lock()
-		_, registered := p.pending[seq]
-		if registered {
-			delete(p.pending, seq)
-			w.unanswered--
-		}
-		p.mu.Unlock()
-		if registered {
-			p.release()
-		}
-		return notSent(err)
+	p.mu.Lock()
+	_, registered := p.pending[seq]
+	if registered {
+		delete(p.pending, seq)
+		w.unanswered--
 	}
-	p.seq = seq
-	return nil
+	p.mu.Unlock()
+	if registered {
+		p.release()
+	}
+	return notSent(err)
 }
 
 // drain answers each publish from its confirm and, for a mandatory message, the

@@ -597,3 +597,21 @@ func (f *WriterFixture) TestAMessageThatWasNotMandatoryClaimsNoReturn() {
 	f.So(publishErr.Results[0].Err, should.BeNil)
 	f.So(errors.Is(publishErr.Results[1].Err, messaging.ErrUnroutable), should.BeTrue)
 }
+
+// A publish that reached the socket is on the wire even when the write's
+// bound passes before Publish returns: its confirm answers it, or the severed
+// connection does (arrival unknown). It is never reported as not published
+// while the broker may hold it, nor as confirmed and failed at once.
+func (f *WriterFixture) TestAPublishOnTheWireWhenTheBoundPassesIsNotReportedUnsent() {
+	f.channel.AfterPublish(func() {
+		f.channel.Answer(1, true)
+		f.h.clock.Expire()
+	})
+	got := receive(f.T(), f.write(context.Background(), messaging.Dispatch{MessageID: "1"}), "Write")
+	if got.err == nil {
+		f.So(got.n, should.Equal, 1)
+		return
+	}
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
+}
