@@ -51,6 +51,9 @@ var (
 	// cancelled and their deliveries left unacknowledged (the broker
 	// redelivers them), or a republish in progress was cut off.
 	ErrShutdownForced = errors.New("messaging: shutdown forced; work in progress was abandoned and its messages will be redelivered")
+	// ErrQueueEmpty is what a polling stream's Read returns when its queue
+	// holds no ready message (StreamConfig.Poll): read again later.
+	ErrQueueEmpty = errors.New("messaging: the queue holds no ready message")
 )
 
 // PublishResult is the broker's answer for one message of a write.
@@ -105,32 +108,6 @@ func (e *PublishError) Unwrap() []error {
 	return errs
 }
 
-// fatalError marks an error that retrying cannot fix.
-type fatalError struct{ err error }
-
-func (f fatalError) Error() string { return f.err.Error() }
-func (f fatalError) Unwrap() error { return f.err }
-
-// Fatal marks err as unfixable by retrying: a handler that panics with it is
-// dead-lettered at once instead of spending its retry budget. Fatal(nil) is nil.
-func Fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fatalError{err: err}
-}
-
-// Fatalf is Fatal(fmt.Errorf(format, args...)).
-func Fatalf(format string, args ...any) error {
-	return Fatal(fmt.Errorf(format, args...))
-}
-
-// IsFatal reports whether err, or anything it wraps, was marked with Fatal.
-func IsFatal(err error) bool {
-	var f fatalError
-	return errors.As(err, &f)
-}
-
 // ErrWireLimit reports a dispatch refused before anything was sent or stored
 // because one of its fields cannot travel on AMQP: a short string over 255
 // bytes, a header value of a type an AMQP table cannot carry, a header block
@@ -173,38 +150,78 @@ func (e *FieldError) Error() string {
 // Is matches ErrWireLimit.
 func (e *FieldError) Is(target error) bool { return target == ErrWireLimit }
 
-// outageError marks a failure of a dependency rather than of a message.
-type outageError struct{ err error }
+// Broker refusals, by meaning. A transport returns a *BrokerError that matches
+// one of these with errors.Is, so no caller ever matches a broker's text.
+var (
+	// ErrNotFound: the queue, exchange or virtual host does not exist (404).
+	ErrNotFound = errors.New("messaging: the broker has no such queue, exchange or virtual host")
+	// ErrPreconditionFailed: a declaration differs from what exists, or a
+	// message broke a broker limit (406).
+	ErrPreconditionFailed = errors.New("messaging: the broker refused a declaration or message that differs from what it holds or allows")
+	// ErrAccessRefused: the user may not do this, or the credentials are wrong
+	// (403 ACCESS_REFUSED, 530 NOT_ALLOWED at connect).
+	ErrAccessRefused = errors.New("messaging: the broker refused access")
+	// ErrResourceLocked: an exclusive queue belongs to another connection (405).
+	ErrResourceLocked = errors.New("messaging: the queue is exclusive to another connection")
+)
 
-func (o outageError) Error() string { return o.err.Error() }
-func (o outageError) Unwrap() error { return o.err }
+// AMQP reply codes the transports map onto the sentinels above.
+const (
+	ReplyNoRoute            = 312
+	ReplyAccessRefused      = 403
+	ReplyNotFound           = 404
+	ReplyResourceLocked     = 405
+	ReplyPreconditionFailed = 406
+	ReplyNotAllowed         = 530
+	// ReplyConnectionForced: the broker closed the connection (an operator,
+	// a node shutting down); nothing was said about any message.
+	ReplyConnectionForced = 320
+	// ReplyInternalError: the broker closed the connection on an internal
+	// error of its own.
+	ReplyInternalError = 541
+)
 
-// Outage marks err as the failure of a dependency (the database or the broker
-// unreachable, a transaction that cannot begin, a commit the database did not
-// answer), not of the message being handled. The retry and settlement decorators never spend a message's
-// budget on an outage and never dead-letter for one: they hold the messages
-// and back off until the dependency answers. Outage(nil) is nil.
-func Outage(err error) error {
-	if err == nil {
-		return nil
-	}
-	if IsOutage(err) {
-		return err
-	}
-	return outageError{err: err}
+// BrokerError is a refusal the broker sent: its reply code and text. It
+// matches ErrNotFound, ErrPreconditionFailed, ErrAccessRefused,
+// ErrResourceLocked or ErrUnroutable by code with errors.Is, and ErrClosed
+// when the broker closed the connection itself (320 CONNECTION_FORCED, 541
+// INTERNAL_ERROR): the connection is gone, and the message is not to blame.
+type BrokerError struct {
+	Code int
+	Text string
+	// Op names what was refused ("declare queue \"orders\""); may be empty.
+	Op string
+	// Err is the transport's own error behind the refusal (an amqp091
+	// *amqp.Error for RabbitMQ), kept so errors.As still reaches it; may be nil.
+	Err error
 }
 
-// IsOutage reports whether err was marked with Outage, or is recognisably a
-// dependency's failure: a refused, reset or timed-out network connection, a
-// bad driver connection, or one of this module's broker timeouts, lost
-// confirms and paused publishing. A Fatal mark wins over everything.
-func IsOutage(err error) bool {
-	if err == nil || IsFatal(err) {
-		return false
+// Unwrap returns the transport's own error, or nil.
+func (e *BrokerError) Unwrap() error { return e.Err }
+
+// Error gives the operation, the code and the broker's own words.
+func (e *BrokerError) Error() string {
+	if e.Op != "" {
+		return fmt.Sprintf("messaging: %s: the broker refused it (%d): %s", e.Op, e.Code, e.Text)
 	}
-	var o outageError
-	if errors.As(err, &o) {
-		return true
+	return fmt.Sprintf("messaging: the broker refused it (%d): %s", e.Code, e.Text)
+}
+
+// Is matches the sentinel of e's reply code.
+func (e *BrokerError) Is(target error) bool {
+	switch e.Code {
+	case ReplyNotFound:
+		return target == ErrNotFound
+	case ReplyPreconditionFailed:
+		return target == ErrPreconditionFailed
+	case ReplyAccessRefused, ReplyNotAllowed:
+		return target == ErrAccessRefused
+	case ReplyResourceLocked:
+		return target == ErrResourceLocked
+	case ReplyNoRoute:
+		return target == ErrUnroutable
+	case ReplyConnectionForced, ReplyInternalError:
+		return target == ErrClosed
 	}
-	return isDependencyFailure(err)
+	return false
 }

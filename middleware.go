@@ -1,6 +1,9 @@
 package messaging
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Middleware decorates a Handler, the way net/http middleware decorates an
 // http.Handler: retry, a transaction, settlement and every pattern are one.
@@ -37,3 +40,41 @@ func DeliveriesFrom(ctx context.Context) []Delivery {
 	deliveries, _ := ctx.Value(deliveriesKey{}).([]Delivery)
 	return deliveries
 }
+
+// OutageListener hears when a decorator starts and stops holding its batch
+// because a dependency is down (IsOutage). handlers/retry tells it, and the
+// streaming runtime listens, so that it can report which subscriptions are
+// waiting on an outage and end such a wait at once on shutdown. Calls for one
+// handler invocation alternate Waiting, Resumed; Waiting may repeat (each
+// failed try) before Resumed.
+type OutageListener interface {
+	// Waiting reports that the handler is holding its batch, not counting
+	// attempts, because of cause; it will try again after wait.
+	Waiting(cause error, wait time.Duration)
+	// Resumed reports that the handler no longer waits: the dependency
+	// answered, the failure became the message's own, or the wait was
+	// cancelled.
+	Resumed()
+}
+
+type outageListenerKey struct{}
+
+// WithOutageListener returns ctx carrying listener. The runtime calls it;
+// handlers do not.
+func WithOutageListener(ctx context.Context, listener OutageListener) context.Context {
+	return context.WithValue(ctx, outageListenerKey{}, listener)
+}
+
+// OutageListenerFrom returns the listener ctx carries, or one that ignores
+// every call.
+func OutageListenerFrom(ctx context.Context) OutageListener {
+	if listener, ok := ctx.Value(outageListenerKey{}).(OutageListener); ok && listener != nil {
+		return listener
+	}
+	return nopOutageListener{}
+}
+
+type nopOutageListener struct{}
+
+func (nopOutageListener) Waiting(error, time.Duration) {}
+func (nopOutageListener) Resumed()                     {}

@@ -145,9 +145,17 @@ func unreachable(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return true
 	}
+	// A connection that was already gone before anything was published
+	// (ErrClosed without an account of the rows) says nothing of them; one
+	// that closed under the write, with each row accounted for, is what
+	// isolation looks into.
+	var publishErr *messaging.PublishError
+	if errors.Is(err, messaging.ErrClosed) && !errors.As(err, &publishErr) {
+		return true
+	}
 	for _, sentinel := range []error{
 		messaging.ErrPublishingPaused, messaging.ErrConnectTimeout, messaging.ErrTooManyOutstanding,
-		messaging.ErrClosed, syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH,
+		syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH,
 		context.Canceled, context.DeadlineExceeded,
 	} {
 		if errors.Is(err, sentinel) {

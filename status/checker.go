@@ -128,7 +128,7 @@ func (c *Checker) judge(err error) error {
 		c.failingSince = time.Time{}
 		return nil
 	}
-	if Permanent(err) {
+	if messaging.IsPermanent(err) {
 		return err
 	}
 	now := c.config.now()

@@ -106,7 +106,7 @@ func TestWrongCredentialsFailAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err := checker.Status(ctx)
-	if !errors.Is(err, messaging.ErrAccessRefused) || !Permanent(err) {
+	if !errors.Is(err, messaging.ErrAccessRefused) || !messaging.IsPermanent(err) {
 		t.Fatalf("want a credentials refusal matching messaging.ErrAccessRefused at once, got %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/redact"
 )
 
@@ -120,16 +119,6 @@ func (c *Checker) bounded(ctx context.Context, index int, check func(context.Con
 			return fmt.Errorf("did not answer within %s: %w", c.config.checkTimeout, ctx.Err())
 		}
 	}
-}
-
-// Permanent reports whether err is a broker refusal that no wait will fix, so a
-// service starting up can stop with it instead of retrying for ever: a
-// transport's *messaging.BrokerError matching messaging.ErrAccessRefused (403
-// ACCESS_REFUSED: bad credentials or permissions; 530 NOT_ALLOWED: a missing
-// vhost or no access to it) or messaging.ErrNotFound (404). It classifies on
-// the error chain with errors.Is, never on text.
-func Permanent(err error) bool {
-	return errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, messaging.ErrNotFound)
 }
 
 // redact masks in err's text the password of every address given to

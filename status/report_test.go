@@ -120,12 +120,3 @@ func (f *CheckerFixture) TestPasswordsNeverAppearInErrorsLogsOrReports() {
 	f.So(f.logs.String(), should.ContainSubstring, "Broker status probe failed")
 	f.assertNoSecret(f.logs.String())
 }
-
-func (f *CheckerFixture) TestPermanentClassifiesOnTheErrorChain() {
-	f.So(Permanent(fmt.Errorf("connect: %w", &messaging.BrokerError{Code: messaging.ReplyNotAllowed, Text: "vhost not found"})), should.BeTrue)
-	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyAccessRefused}), should.BeTrue)
-	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyNotFound}), should.BeTrue)
-	f.So(Permanent(&messaging.BrokerError{Code: messaging.ReplyPreconditionFailed}), should.BeFalse)
-	f.So(Permanent(errors.New("403 ACCESS_REFUSED")), should.BeFalse) // text is not classified
-	f.So(Permanent(&messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED"}), should.BeFalse)
-}

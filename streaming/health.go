@@ -208,7 +208,7 @@ func (h *health) snapshot() (Outage, bool) {
 	return Outage{Stream: h.stream, Since: h.since, Cause: cause}, true
 }
 
-// workerListener is one worker's outage.Listener for one session: it tells
+// workerListener is one worker's messaging.OutageListener for one session: it tells
 // the subscription's health, and can cancel the worker's handler context.
 type workerListener struct {
 	health *health

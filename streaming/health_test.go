@@ -9,7 +9,6 @@ import (
 	"github.com/smarty/assertions/should"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/outage"
 )
 
 var databaseDown = messaging.Outage(errors.New("dial tcp 127.0.0.1:3306: connect: connection refused password=hunter2"))
@@ -28,7 +27,7 @@ func newOutageHandler() *outageHandler {
 }
 
 func (h *outageHandler) Handle(ctx context.Context, _ ...any) {
-	listener := outage.From(ctx)
+	listener := messaging.OutageListenerFrom(ctx)
 	listener.Waiting(databaseDown, time.Second)
 	h.entered <- struct{}{}
 	defer listener.Resumed()

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/outage"
 )
 
 // session is one live stream: a reader goroutine filling the buffer and one
@@ -71,7 +70,7 @@ func (s *session) run() bool {
 	for _, handler := range s.workers {
 		ctx, cancel := context.WithCancel(s.handleCtx)
 		listener := &workerListener{health: s.health, cancel: cancel, sessionFailed: s.failed}
-		ctx = outage.With(ctx, listener)
+		ctx = messaging.WithOutageListener(ctx, listener)
 		workers.Go(func() {
 			defer cancel()
 			s.work(ctx, handler)

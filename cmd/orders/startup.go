@@ -16,7 +16,6 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/redact"
-	"github.com/warrenmq/messaging/status"
 )
 
 // startupTimeout bounds each check the service makes before it serves.
@@ -118,7 +117,7 @@ func checkDatabase(ctx context.Context, db *sql.DB, dsn string) error {
 }
 
 // checkBroker opens and closes one connection, bounded. A refusal that no wait
-// will fix (bad credentials, a missing vhost, no permission: status.Permanent
+// will fix (bad credentials, a missing vhost, no permission: messaging.IsPermanent
 // classifies it on the error) stops the service; anything else is an outage,
 // logged, and the consumer and the outbox keep retrying as they always do.
 func checkBroker(ctx context.Context, transport messaging.Connector, addresses []string, logger *slog.Logger) error {
@@ -128,7 +127,7 @@ func checkBroker(ctx context.Context, transport messaging.Connector, addresses [
 	if err == nil {
 		return connection.Close()
 	}
-	if status.Permanent(err) {
+	if messaging.IsPermanent(err) {
 		return fmt.Errorf("RabbitMQ at %s refused the service, which no retry will fix: %w; "+
 			"correct the user name, password or vhost in -amqp (or ORDERS_AMQP), create the vhost, or grant the user access to it",
 			redactAll(addresses), err)

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/outage"
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
@@ -111,7 +110,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		if ctx.Err() != nil {
 			panic(value) // the failure is the shutdown's, not the message's
 		}
-		if err, isOutage := outage.Of(value); isOutage {
+		if err, isOutage := messaging.OutageOf(value); isOutage {
 			c.hold(rest, err)
 			panic(value)
 		}
@@ -159,7 +158,7 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		if ctx.Err() != nil {
 			panic(value)
 		}
-		if err, isOutage := outage.Of(value); isOutage {
+		if err, isOutage := messaging.OutageOf(value); isOutage {
 			c.hold(deliveries, err)
 			panic(value)
 		}

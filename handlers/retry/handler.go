@@ -9,7 +9,7 @@
 //		retry.Options.Policy(retrypolicy.Exponential(5, time.Second, time.Minute)),
 //	)
 //
-// Without a policy the budget is DefaultPolicy: five attempts.
+// Without a policy the budget is retrypolicy.Default: five attempts.
 package retry
 
 import (
@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/outage"
 )
 
 type handler struct {
@@ -44,7 +43,7 @@ type handler struct {
 // outage never exhausts a message's budget and never leads to dead-lettering.
 // Only cancellation of ctx ends such a wait early.
 //
-// The budget is finite whatever the options say: DefaultPolicy (five
+// The budget is finite whatever the options say: retrypolicy.Default (five
 // attempts, about 15 s of waits) unless Options.Policy or Options.MaxAttempts
 // states another. A policy with out-of-range inputs (retrypolicy.Policy.Err)
 // is used as the policy corrected them, and New logs an ERROR naming them.
@@ -74,7 +73,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.config.monitor.HandleAttempted(attempt, nil)
 			return
 		}
-		if err, isOutage := outage.Of(value); isOutage {
+		if err, isOutage := messaging.OutageOf(value); isOutage {
 			if waitErr := held.wait(err); waitErr != nil {
 				panic(stoppedWaiting(waitErr, err))
 			}

@@ -14,7 +14,6 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/outage"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -59,7 +58,7 @@ func (f *HandlerFixture) Setup() {
 // in real time, and the fake handler's call times show each wait exactly.
 func (f *HandlerFixture) handle(extra ...option) (recovered any) {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
-		ctx, cancel := context.WithCancel(outage.With(context.Background(), f.listener))
+		ctx, cancel := context.WithCancel(messaging.WithOutageListener(context.Background(), f.listener))
 		defer cancel()
 		f.cancel = cancel
 		if f.cancelAfter > 0 {
@@ -271,12 +270,12 @@ func (f *HandlerFixture) TestNilPanicIsStillAFailure() {
 func (f *HandlerFixture) TestDefaultsAreSane() {
 	c := newConfiguration([]option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.MaxAttempts(-1), Options.JitterFactor(7), Options.Policy(retrypolicy.Policy{})})
 
-	f.So(c.backoff, should.Equal, DefaultBackoff)
+	f.So(c.backoff, should.Equal, retrypolicy.DefaultInitialWait)
 	f.So(c.maxBackoff, should.Equal, time.Duration(0))
-	f.So(c.maxAttempts, should.Equal, DefaultMaxAttempts)
-	f.So(c.policy, should.Equal, retrypolicy.Fixed(DefaultMaxAttempts, DefaultBackoff).WithJitter(1)) // the shorthand, as a policy
+	f.So(c.maxAttempts, should.Equal, retrypolicy.DefaultMaxAttempts)
+	f.So(c.policy, should.Equal, retrypolicy.Fixed(retrypolicy.DefaultMaxAttempts, retrypolicy.DefaultInitialWait).WithJitter(1)) // the shorthand, as a policy
 	f.So(c.jitter, should.Equal, 1.0)
-	f.So(newConfiguration(nil).policy, should.Equal, DefaultPolicy())
+	f.So(newConfiguration(nil).policy, should.Equal, retrypolicy.Default())
 	f.So(c.logStack, should.BeTrue)
 	f.So(newConfiguration([]option{Options.JitterFactor(-3)}).jitter, should.Equal, 0.0)
 }

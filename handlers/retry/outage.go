@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/warrenmq/messaging/internal/outage"
+	"github.com/warrenmq/messaging"
 )
 
 // hold is one Handle's wait through an outage: it counts the consecutive
@@ -36,7 +36,7 @@ func (w *hold) wait(cause error) error {
 		c.logger.LogAttrs(w.ctx, slog.LevelDebug, fmt.Sprintf("Still waiting on an outage [%v]; trying again in [%s].", cause, wait),
 			slog.Int("tries", w.tries), slog.Duration("wait", wait), slog.Any("error", cause))
 	}
-	outage.From(w.ctx).Waiting(cause, wait)
+	messaging.OutageListenerFrom(w.ctx).Waiting(cause, wait)
 	return c.sleep(w.ctx, wait)
 }
 
@@ -49,7 +49,7 @@ func (w *hold) end() {
 	tries := w.tries
 	w.tries = 0
 	c := w.handler.config
-	outage.From(w.ctx).Resumed()
+	messaging.OutageListenerFrom(w.ctx).Resumed()
 	c.monitor.OutageEnded(waited)
 	c.logger.LogAttrs(w.ctx, slog.LevelInfo, fmt.Sprintf("Handler stopped waiting on an outage after [%s] and [%d] tries.", waited.Round(time.Millisecond), tries),
 		slog.Duration("waited", waited), slog.Int("tries", tries))

@@ -12,15 +12,15 @@ import (
 	"github.com/smarty/gunit"
 )
 
-func TestBrokerErrorFixture(t *testing.T) {
-	gunit.Run(new(BrokerErrorFixture), t)
+func TestErrorsFixture(t *testing.T) {
+	gunit.Run(new(ErrorsFixture), t)
 }
 
-type BrokerErrorFixture struct {
+type ErrorsFixture struct {
 	*gunit.Fixture
 }
 
-func (f *BrokerErrorFixture) TestEachCodeMatchesItsSentinelOnly() {
+func (f *ErrorsFixture) TestEachCodeMatchesItsSentinelOnly() {
 	sentinels := []error{ErrNotFound, ErrPreconditionFailed, ErrAccessRefused, ErrResourceLocked, ErrUnroutable}
 	cases := map[int]error{
 		ReplyNotFound: ErrNotFound, ReplyPreconditionFailed: ErrPreconditionFailed,
@@ -36,13 +36,13 @@ func (f *BrokerErrorFixture) TestEachCodeMatchesItsSentinelOnly() {
 	f.So(errors.Is(&BrokerError{Code: 320}, ErrNotFound), should.BeFalse)
 }
 
-func (f *BrokerErrorFixture) TestErrorCarriesTheBrokersWords() {
+func (f *ErrorsFixture) TestErrorCarriesTheBrokersWords() {
 	err := &BrokerError{Code: 404, Text: "NOT_FOUND - no queue 'x'", Op: `declare queue "x"`}
 	f.So(err.Error(), should.ContainSubstring, `declare queue "x"`)
 	f.So(err.Error(), should.ContainSubstring, "NOT_FOUND - no queue 'x'")
 }
 
-func (f *BrokerErrorFixture) TestRetryable() {
+func (f *ErrorsFixture) TestRetryable() {
 	base := errors.New("store timed out")
 	f.So(Retryable(nil), should.BeNil)
 	f.So(IsRetryable(fmt.Errorf("x: %w", Retryable(base))), should.BeTrue)
@@ -51,7 +51,7 @@ func (f *BrokerErrorFixture) TestRetryable() {
 	f.So(IsRetryable(Fatal(Retryable(base))), should.BeFalse)
 }
 
-func (f *BrokerErrorFixture) TestOutage() {
+func (f *ErrorsFixture) TestOutage() {
 	base := errors.New("database is down")
 	f.So(Outage(nil), should.BeNil)
 	f.So(IsOutage(base), should.BeFalse)
@@ -65,7 +65,7 @@ func (f *BrokerErrorFixture) TestOutage() {
 	f.So(IsOutage(&url.Error{Op: "Get", URL: "http://x", Err: &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}}), should.BeTrue)
 }
 
-func (f *BrokerErrorFixture) TestFieldError() {
+func (f *ErrorsFixture) TestFieldError() {
 	err := &FieldError{MessageID: "m-1", Field: "RoutingKey", Size: 300, Limit: 255}
 	f.So(errors.Is(fmt.Errorf("x: %w", err), ErrWireLimit), should.BeTrue)
 	f.So(err.Error(), should.ContainSubstring, "RoutingKey is 300 bytes and AMQP carries at most 255")
