@@ -2,13 +2,8 @@ package messaging
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
-
-// ErrQueueEmpty is what a polling stream's Read returns when its queue holds no
-// ready message (StreamConfig.Poll): read again later.
-var ErrQueueEmpty = errors.New("messaging: the queue holds no ready message")
 
 // ExchangeKind is how an exchange routes: by exact key, by topic pattern, to
 // every bound queue, or by headers.
@@ -116,34 +111,6 @@ type Declarer interface {
 	// InspectExchange checks that an exchange exists without declaring it; one
 	// that does not matches ErrNotFound. (AMQP cannot report its kind.)
 	InspectExchange(ctx context.Context, name string) error
-}
-
-// Wrapper is the convention by which a decorator that embeds a Connection
-// lets a capability of the transport beneath it be found: Unwrap returns the
-// Connection it decorates.
-type Wrapper interface {
-	Unwrap() Connection
-}
-
-// As finds a capability T (Declarer, say) on conn or on any Connection beneath
-// it, following Unwrap through decorators, outermost first. It reports false
-// when none offers T. A chain deeper than 64 decorators is taken as a cycle.
-func As[T any](conn Connection) (T, bool) {
-	for range 64 {
-		if conn == nil {
-			break
-		}
-		if capability, ok := conn.(T); ok {
-			return capability, true
-		}
-		wrapper, ok := conn.(Wrapper)
-		if !ok {
-			break
-		}
-		conn = wrapper.Unwrap()
-	}
-	var zero T
-	return zero, false
 }
 
 // QueueArguments returns the arguments a transport declares q with: q's own,
