@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // Admin is the operator's view of an outbox table: the rows waiting to be
@@ -83,7 +85,7 @@ func (a *Admin) Release(ctx context.Context, ids ...int64) (int, error) {
 	}
 	s := a.store
 	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET retired_us = NULL, publish_attempts = 0, lease_owner = NULL, lease_until_us = NULL "+
-		"WHERE id IN ("+placeholders(len(ids))+") AND retired_us IS NOT NULL AND dispatched_us IS NULL"), int64s(ids)...)
+		"WHERE id IN ("+sqldialect.Placeholders(len(ids))+") AND retired_us IS NOT NULL AND dispatched_us IS NULL"), int64s(ids)...)
 	if err != nil {
 		return 0, fmt.Errorf("sqlmq: release %d retired outbox row(s): %w", len(ids), err)
 	}

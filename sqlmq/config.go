@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging/internal/wire"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // Default values of the options. A zero or negative duration or capacity given to
@@ -33,7 +34,7 @@ type configuration struct {
 	db         *sql.DB
 	ownsDB     bool
 	err        error
-	dialect    Dialect
+	dialect    sqldialect.Dialect
 	table      string
 	channelCap int
 	retry      time.Duration
@@ -95,7 +96,7 @@ func (singleton) DataSource(driver, dsn string) option {
 
 // Dialect chooses the SQL dialect of the database: MySQL (the default, also for
 // MariaDB 10.6 and later), PostgreSQL or SQLite.
-func (singleton) Dialect(d Dialect) option {
+func (singleton) Dialect(d sqldialect.Dialect) option {
 	return func(c *configuration) { c.dialect = d }
 }
 
@@ -277,7 +278,7 @@ func newConfiguration(options []option) configuration {
 		c.err = fmt.Errorf("sqlmq: no database; pass sqlmq.Options.StorageHandle(db) or sqlmq.Options.DataSource(driver, dsn)")
 	}
 	if c.err == nil {
-		c.err = validTable(c.table)
+		c.err = sqldialect.CheckTable("sqlmq", c.table)
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestConfigFixture(t *testing.T) {
@@ -56,7 +57,7 @@ func (f *ConfigFixture) TestWithoutADatabaseConnectFailsAndListenReturnsAtOnce()
 }
 
 func (f *ConfigFixture) TestAnUnsafeTableNameIsRefused() {
-	_, err := TableSchema(MySQL, "x; DROP TABLE y")
+	_, err := TableSchema(sqldialect.MySQL, "x; DROP TABLE y")
 	f.So(err, should.NotBeNil)
 	connector, _ := New(nil, Options.StorageHandle(&sql.DB{}), Options.Table("a b"))
 	_, err = connector.Connect(context.Background())
@@ -66,7 +67,7 @@ func (f *ConfigFixture) TestAnUnsafeTableNameIsRefused() {
 }
 
 func (f *ConfigFixture) TestEachDialectHasItsSchemaAndTableSchemaRenamesTableAndIndexes() {
-	for _, d := range []Dialect{MySQL, PostgreSQL, SQLite} {
+	for _, d := range []sqldialect.Dialect{sqldialect.MySQL, sqldialect.PostgreSQL, sqldialect.SQLite} {
 		f.So(Schema(d), should.ContainSubstring, "CREATE TABLE Messages (")
 		ddl, err := TableSchema(d, "app.outbox")
 		f.So(err, should.BeNil)
@@ -74,13 +75,13 @@ func (f *ConfigFixture) TestEachDialectHasItsSchemaAndTableSchemaRenamesTableAnd
 		f.So(ddl, should.ContainSubstring, "CREATE INDEX ix_outbox_pending ON app.outbox")
 		f.So(strings.Contains(ddl, "Messages"), should.BeFalse)
 	}
-	f.So(Schema(Dialect{}), should.Equal, Schema(MySQL))
-	f.So(Schema(PostgreSQL), should.ContainSubstring, "bytea")
+	f.So(Schema(sqldialect.Dialect{}), should.Equal, Schema(sqldialect.MySQL))
+	f.So(Schema(sqldialect.PostgreSQL), should.ContainSubstring, "bytea")
 }
 
 func (f *ConfigFixture) TestPostgreSQLPlaceholdersAreNumbered() {
-	f.So(PostgreSQL.Rebind("a = ? AND b IN (?,?)"), should.Equal, "a = $1 AND b IN ($2,$3)")
-	f.So(MySQL.Rebind("a = ?"), should.Equal, "a = ?")
+	f.So(sqldialect.PostgreSQL.Rebind("a = ? AND b IN (?,?)"), should.Equal, "a = $1 AND b IN ($2,$3)")
+	f.So(sqldialect.MySQL.Rebind("a = ?"), should.Equal, "a = ?")
 }
 
 func (f *ConfigFixture) TestDataSourceOpensTheDatabaseAndTheProcessorClosesIt() {
@@ -91,7 +92,7 @@ func (f *ConfigFixture) TestDataSourceOpensTheDatabaseAndTheProcessorClosesIt() 
 	f.So(processor.Close(), should.BeNil)
 
 	_, dsn := openSQLiteDSN(tb(f))
-	connector, processor = New(nil, Options.DataSource("sqlite", dsn), Options.Dialect(SQLite))
+	connector, processor = New(nil, Options.DataSource("sqlite", dsn), Options.Dialect(sqldialect.SQLite))
 	connection, err := connector.Connect(context.Background())
 	f.So(err, should.BeNil)
 	writer, err := connection.CommitWriter(context.Background())

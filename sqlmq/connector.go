@@ -109,7 +109,7 @@ func (c *connection) begin(ctx context.Context) (*commitWriter, error) {
 	// wait for a pooled database connection, and other writers of this
 	// connection must be able to finish (and give theirs back) meanwhile.
 	c.outbox.store.prepareInsert(ctx)
-	tx, err := c.outbox.config.db.BeginTx(ctx, c.outbox.config.dialect.txOptions(c.outbox.config.isolation))
+	tx, err := c.outbox.config.db.BeginTx(ctx, c.outbox.config.dialect.TxOptions(c.outbox.config.isolation))
 	if err != nil {
 		return nil, fmt.Errorf("sqlmq: begin the outbox transaction: %w", err)
 	}

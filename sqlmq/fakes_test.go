@@ -15,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 const testBound = 10 * time.Second // how long a test waits for an event that must happen
@@ -34,11 +35,11 @@ func openSQLiteDSN(t testing.TB) (*sql.DB, string) {
 		t.Fatalf("open sqlite: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	applySchema(t, db, SQLite, DefaultTable)
+	applySchema(t, db, sqldialect.SQLite, DefaultTable)
 	return db, dsn
 }
 
-func applySchema(t testing.TB, db *sql.DB, d Dialect, table string) {
+func applySchema(t testing.TB, db *sql.DB, d sqldialect.Dialect, table string) {
 	t.Helper()
 	ddl, err := TableSchema(d, table)
 	if err != nil {
@@ -377,7 +378,7 @@ const (
 func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
 	h := &harness{t: t, db: db, clock: newFakeClock(), publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
 	base := []option{
-		Options.StorageHandle(db), Options.Dialect(SQLite), Options.Clock(h.clock),
+		Options.StorageHandle(db), Options.Dialect(sqldialect.SQLite), Options.Clock(h.clock),
 		Options.Logger(slog.New(h.log)), Options.Monitor(h.monitor),
 		Options.RetryTimeout(testRetry),
 		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),

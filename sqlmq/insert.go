@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // A commit stores its rows with as few INSERT statements as the dialect
@@ -35,10 +36,10 @@ const (
 // can say which ids it gave the rows it inserts (PostgreSQL, SQLite), the
 // statement returns them; on MySQL they follow from LAST_INSERT_ID().
 func (s *store) insertQuery(n int) string {
-	values := "(" + placeholders(columnCount+2) + ")"
+	values := "(" + sqldialect.Placeholders(columnCount+2) + ")"
 	query := "INSERT INTO {t} (" + columns + ", lease_owner, lease_until_us) VALUES " +
 		strings.Repeat(values+",", n-1) + values
-	if s.dialect != MySQL {
+	if !s.dialect.IsMySQL() {
 		query += " RETURNING id"
 	}
 	return s.q(query)
@@ -47,10 +48,10 @@ func (s *store) insertQuery(n int) string {
 // rowsPerInsert is the most rows one INSERT may carry in this dialect. On
 // MySQL it is one until the id step is known.
 func (s *store) rowsPerInsert() int {
-	switch s.dialect {
-	case SQLite:
+	switch {
+	case s.dialect.IsSQLite():
 		return sqliteRowsPerInsert
-	case MySQL:
+	case s.dialect.IsMySQL():
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.step <= 0 {
@@ -83,7 +84,7 @@ func (s *store) prepareInsert(ctx context.Context) {
 // innodb_autoinc_lock_mode); a cluster that sets another step for each of its
 // members (Galera) is read here too.
 func (s *store) readStep(ctx context.Context) {
-	if s.dialect != MySQL {
+	if !s.dialect.IsMySQL() {
 		return
 	}
 	s.mu.Lock()
@@ -224,7 +225,7 @@ func (s *store) insertChunk(ctx context.Context, tx execer, n int, args []any) (
 	}
 	defer func() { _ = statement.Close() }()
 	ids := make([]int64, 0, n)
-	if s.dialect == MySQL {
+	if s.dialect.IsMySQL() {
 		result, err := statement.ExecContext(ctx, args...)
 		if err != nil {
 			return nil, false, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // Commits of several rows from concurrent transactions: every id the
@@ -85,8 +86,8 @@ func TestIntegrationMultiRowInsertsReportEachRowsOwnID(t *testing.T) {
 	})
 }
 
-func insertCommitted(ctx context.Context, db *sql.DB, d Dialect, s *store, dispatches []messaging.Dispatch) ([]int64, error) {
-	tx, err := db.BeginTx(ctx, d.txOptions(DefaultIsolationLevel))
+func insertCommitted(ctx context.Context, db *sql.DB, d sqldialect.Dialect, s *store, dispatches []messaging.Dispatch) ([]int64, error) {
+	tx, err := db.BeginTx(ctx, d.TxOptions(DefaultIsolationLevel))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // A commit stores its rows with as few INSERT statements as the dialect
@@ -134,7 +135,7 @@ func (f *InsertFixture) TestStatementSizesPastTheBoundArePreparedInTheirTransact
 }
 
 func TestMySQLInsertsOneRowPerStatementUntilItKnowsTheIDStep(t *testing.T) {
-	s := newStore(nil, MySQL, "Messages")
+	s := newStore(nil, sqldialect.MySQL, "Messages")
 	if got := s.rowsPerInsert(); got != 1 {
 		t.Fatalf("rows per insert before the step is known: %d, want 1", got)
 	}
@@ -142,22 +143,22 @@ func TestMySQLInsertsOneRowPerStatementUntilItKnowsTheIDStep(t *testing.T) {
 	if got := s.rowsPerInsert(); got != maxRowsPerInsert {
 		t.Fatalf("rows per insert once the step is known: %d, want %d", got, maxRowsPerInsert)
 	}
-	if got := newStore(nil, SQLite, "Messages").rowsPerInsert(); got*(columnCount+2) > 999 {
+	if got := newStore(nil, sqldialect.SQLite, "Messages").rowsPerInsert(); got*(columnCount+2) > 999 {
 		t.Fatalf("a SQLite insert of %d rows binds %d values, over 999", got, got*(columnCount+2))
 	}
 }
 
 func TestInsertQueryBindsEveryColumnOfEveryRow(t *testing.T) {
-	for _, d := range []Dialect{MySQL, PostgreSQL, SQLite} {
+	for _, d := range []sqldialect.Dialect{sqldialect.MySQL, sqldialect.PostgreSQL, sqldialect.SQLite} {
 		query := newStore(nil, d, "Messages").insertQuery(3)
 		marks := strings.Count(query, "?") + strings.Count(query, "$")
 		if marks != 3*(columnCount+2) {
 			t.Errorf("%s: %d bound values for 3 rows, want %d", d, marks, 3*(columnCount+2))
 		}
-		if returning := strings.HasSuffix(query, " RETURNING id"); returning == (d == MySQL) {
+		if returning := strings.HasSuffix(query, " RETURNING id"); returning == (d == sqldialect.MySQL) {
 			t.Errorf("%s: RETURNING id present %v", d, returning)
 		}
-		if d == PostgreSQL && !strings.Contains(query, fmt.Sprintf("$%d)", 3*(columnCount+2))) {
+		if d == sqldialect.PostgreSQL && !strings.Contains(query, fmt.Sprintf("$%d)", 3*(columnCount+2))) {
 			t.Errorf("postgresql: placeholders not numbered to the last value: %s", query)
 		}
 	}

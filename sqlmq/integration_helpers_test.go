@@ -19,6 +19,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 const bound = 30 * time.Second // the longest an integration test waits for an outcome
@@ -26,16 +27,16 @@ const bound = 30 * time.Second // the longest an integration test waits for an o
 // backend is one database the outbox supports.
 type backend struct {
 	name    string
-	dialect Dialect
+	dialect sqldialect.Dialect
 	open    func(t *testing.T) *sql.DB
 }
 
 // backends are the databases the integration tests run against; the first is
 // the primary dialect.
 var backends = []backend{
-	{name: "MariaDB", dialect: MySQL, open: func(t *testing.T) *sql.DB { return testenv.MySQL(t) }},
-	{name: "PostgreSQL", dialect: PostgreSQL, open: func(t *testing.T) *sql.DB { return testenv.Postgres(t) }},
-	{name: "SQLite", dialect: SQLite, open: openSQLiteFile},
+	{name: "MariaDB", dialect: sqldialect.MySQL, open: func(t *testing.T) *sql.DB { return testenv.MySQL(t) }},
+	{name: "PostgreSQL", dialect: sqldialect.PostgreSQL, open: func(t *testing.T) *sql.DB { return testenv.Postgres(t) }},
+	{name: "SQLite", dialect: sqldialect.SQLite, open: openSQLiteFile},
 }
 
 func openSQLiteFile(t *testing.T) *sql.DB {

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
@@ -164,7 +165,7 @@ func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne
 		second.listen(t)
 
 		total := 10000
-		if b.dialect == SQLite {
+		if b.dialect == sqldialect.SQLite {
 			total = 2000 // one writer at a time: the slowest of the three
 		}
 		all := messageIDs("pair", total)

@@ -13,6 +13,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestProcessorFixture(t *testing.T) {
@@ -152,7 +153,7 @@ func (f *ProcessorFixture) TestARowTheBrokerKeepsRefusingIsRetiredAndTheRowsBehi
 	_, _, _, retired := h.monitor.counts()
 	f.So(retired, should.Equal, 1)
 
-	admin := NewAdmin(f.db, Options.Dialect(SQLite))
+	admin := NewAdmin(f.db, Options.Dialect(sqldialect.SQLite))
 	stuck, err := admin.Retired(context.Background(), 10)
 	f.So(err, should.BeNil)
 	f.So(len(stuck), should.Equal, 1)

@@ -3,10 +3,12 @@ package sqlmq
 import (
 	"strings"
 	"testing"
+
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestStatementsSplitEveryDialectsSchemaWithoutComments(t *testing.T) {
-	for _, d := range []Dialect{MySQL, PostgreSQL, SQLite} {
+	for _, d := range []sqldialect.Dialect{sqldialect.MySQL, sqldialect.PostgreSQL, sqldialect.SQLite} {
 		statements := Statements(Schema(d))
 		if len(statements) < 2 {
 			t.Fatalf("%s: want the table and its indexes, got %d statement(s)", d, len(statements))

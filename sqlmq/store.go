@@ -8,12 +8,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // store is every statement the outbox runs against its table.
 type store struct {
 	db      *sql.DB
-	dialect Dialect
+	dialect sqldialect.Dialect
 	table   string
 
 	// mu guards the insert statements (see insert.go), prepared once on db
@@ -27,8 +29,8 @@ type store struct {
 	closed bool
 }
 
-func newStore(db *sql.DB, dialect Dialect, table string) *store {
-	return &store{db: db, dialect: dialect.normal(), table: table, inserts: map[int]*sql.Stmt{}}
+func newStore(db *sql.DB, dialect sqldialect.Dialect, table string) *store {
+	return &store{db: db, dialect: dialect, table: table, inserts: map[int]*sql.Stmt{}}
 }
 
 func (s *store) q(query string) string {
@@ -47,7 +49,7 @@ const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 // it.
 func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
 	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	if s.dialect == SQLite {
+	if s.dialect.IsSQLite() {
 		options = nil
 	}
 	tx, err := s.db.BeginTx(ctx, options)
@@ -61,15 +63,15 @@ func (s *store) claim(ctx context.Context, owner string, now time.Time, lease ti
 	}()
 	condition, arg := " AND (lease_until_us IS NULL OR lease_until_us <= ?)", any(micros(now))
 	var ids []int64
-	if s.dialect == SQLite {
+	if s.dialect.IsSQLite() {
 		ids, err = s.queryIDs(ctx, tx, "UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN (SELECT id FROM {t} WHERE "+
 			pendingCondition+condition+" ORDER BY id LIMIT ?) RETURNING id",
 			owner, micros(now.Add(lease)), arg, limit)
 	} else {
 		ids, err = s.queryIDs(ctx, tx, "SELECT id FROM {t} WHERE "+pendingCondition+condition+
-			" ORDER BY id LIMIT ?"+s.dialect.lockClause(), arg, limit)
+			" ORDER BY id LIMIT ?"+s.dialect.LockClause(), arg, limit)
 		if err == nil && len(ids) > 0 {
-			_, err = tx.ExecContext(ctx, s.q("UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN ("+placeholders(len(ids))+")"),
+			_, err = tx.ExecContext(ctx, s.q("UPDATE {t} SET lease_owner = ?, lease_until_us = ? WHERE id IN ("+sqldialect.Placeholders(len(ids))+")"),
 				append([]any{owner, micros(now.Add(lease))}, int64s(ids)...)...)
 		}
 	}
@@ -174,7 +176,7 @@ func (s *store) queryIDs(ctx context.Context, db querier, query string, args ...
 }
 
 func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, []unreadableRow, error) {
-	result, err := db.QueryContext(ctx, s.q("SELECT "+selectColumns+" FROM {t} WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), int64s(ids)...)
+	result, err := db.QueryContext(ctx, s.q("SELECT "+selectColumns+" FROM {t} WHERE id IN ("+sqldialect.Placeholders(len(ids))+") ORDER BY id"), int64s(ids)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
 	}
@@ -217,7 +219,7 @@ func (s *store) renew(ctx context.Context, owner string, ids []int64, until time
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	condition := " WHERE id IN (" + placeholders(len(ids)) + ") AND lease_owner = ? AND " + pendingCondition
+	condition := " WHERE id IN (" + sqldialect.Placeholders(len(ids)) + ") AND lease_owner = ? AND " + pendingCondition
 	args := append(int64s(ids), owner)
 	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET lease_until_us = ?"+condition), append([]any{micros(until)}, args...)...)
 	if err != nil {
@@ -236,7 +238,7 @@ func (s *store) renew(ctx context.Context, owner string, ids []int64, until time
 // markDispatched records that the broker confirmed ids and returns how many rows
 // changed: fewer than len(ids) means another instance had already marked some.
 func (s *store) markDispatched(ctx context.Context, ids []int64, now time.Time) (int64, error) {
-	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET dispatched_us = ? WHERE id IN ("+placeholders(len(ids))+") AND dispatched_us IS NULL"),
+	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET dispatched_us = ? WHERE id IN ("+sqldialect.Placeholders(len(ids))+") AND dispatched_us IS NULL"),
 		append([]any{micros(now)}, int64s(ids)...)...)
 	if err != nil {
 		return 0, fmt.Errorf("sqlmq: mark %d confirmed outbox row(s) dispatched: %w", len(ids), err)
@@ -314,7 +316,7 @@ func (s *store) prune(ctx context.Context, cutoff time.Time, limit int) (int, er
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	result, err := s.db.ExecContext(ctx, s.q("DELETE FROM {t} WHERE id IN ("+placeholders(len(ids))+") AND dispatched_us IS NOT NULL"), int64s(ids)...)
+	result, err := s.db.ExecContext(ctx, s.q("DELETE FROM {t} WHERE id IN ("+sqldialect.Placeholders(len(ids))+") AND dispatched_us IS NOT NULL"), int64s(ids)...)
 	if err != nil {
 		return 0, fmt.Errorf("sqlmq: prune %d dispatched outbox row(s): %w", len(ids), err)
 	}

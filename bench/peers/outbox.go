@@ -18,6 +18,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -92,7 +93,7 @@ func (t *outboxTables) create(ctx context.Context, s settings) (func(), error) {
 		_ = db.Close()
 		release()
 	}
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, t.ours)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, t.ours)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("outbox schema: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -183,7 +184,7 @@ func openDatabase(ctx context.Context, dsn string) (*sql.DB, error) {
 // createTables creates the outbox table (sqlmq's own schema) and a plain table
 // for the raw side: an id, a message id and the payload.
 func createTables(ctx context.Context, db *sql.DB, outboxTable, plainTable string) error {
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, outboxTable)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, outboxTable)
 	if err != nil {
 		return fmt.Errorf("outbox schema: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/patterns/idempotency"
 	"github.com/warrenmq/messaging/patterns/ordering"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -59,7 +60,7 @@ func consumeIdempotent(ctx context.Context, s settings, queue string, body []byt
 	}
 	defer db.Close()
 	const table = "bench_idempotency"
-	store, err := idempotency.NewSQLStore(db, sqlmq.MySQL, idempotency.StoreOptions.Table(table))
+	store, err := idempotency.NewSQLStore(db, sqldialect.MySQL, idempotency.StoreOptions.Table(table))
 	if err != nil {
 		return measurement{}, err
 	}
@@ -86,7 +87,7 @@ func consumeTransactional(ctx context.Context, s settings, queue string, body []
 	}
 	defer db.Close()
 	const claims, effects = "bench_idempotency", "bench_effects"
-	store, err := idempotency.NewSQLStore(db, sqlmq.MySQL, idempotency.StoreOptions.Table(claims))
+	store, err := idempotency.NewSQLStore(db, sqldialect.MySQL, idempotency.StoreOptions.Table(claims))
 	if err != nil {
 		return measurement{}, err
 	}

@@ -52,6 +52,7 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
 	"github.com/warrenmq/messaging/streaming"
@@ -250,7 +251,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	//    transaction: a redelivered order (a lost acknowledgement) is a
 	//    duplicate, accepted without shipping it twice.
 	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
-	claims, err := idempotency.NewSQLStore(db, sqlmq.MySQL)
+	claims, err := idempotency.NewSQLStore(db, sqldialect.MySQL)
 	if err != nil {
 		return err
 	}

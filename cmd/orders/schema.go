@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/warrenmq/messaging/patterns/idempotency"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -44,7 +45,7 @@ func createTables(ctx context.Context, db *sql.DB) error {
 	}
 	// The shipper's idempotency claims (acemq_idempotency, the AceMQ name, so
 	// services in other languages can share it).
-	claims, err := idempotency.NewSQLStore(db, sqlmq.MySQL)
+	claims, err := idempotency.NewSQLStore(db, sqldialect.MySQL)
 	if err != nil {
 		return err
 	}
@@ -62,7 +63,7 @@ func createTables(ctx context.Context, db *sql.DB) error {
 	if present > 0 {
 		return nil
 	}
-	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqlmq.MySQL)) {
+	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqldialect.MySQL)) {
 		if _, err := db.ExecContext(ctx, statement); err != nil {
 			return fmt.Errorf("create the outbox table: %w", err)
 		}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
 )
@@ -319,16 +320,16 @@ func cell(s string, width int) string {
 	return s[:cut] + "…"
 }
 
-func dialectFor(driver string) (sqlmq.Dialect, error) {
+func dialectFor(driver string) (sqldialect.Dialect, error) {
 	switch driver {
 	case "mysql":
-		return sqlmq.MySQL, nil
+		return sqldialect.MySQL, nil
 	case "pgx", "postgres", "postgresql":
-		return sqlmq.PostgreSQL, nil
+		return sqldialect.PostgreSQL, nil
 	case "sqlite":
-		return sqlmq.SQLite, nil
+		return sqldialect.SQLite, nil
 	}
-	return sqlmq.Dialect{}, fmt.Errorf("%w: unknown -driver %q; use mysql, pgx or sqlite", errUsage, driver)
+	return sqldialect.Dialect{}, fmt.Errorf("%w: unknown -driver %q; use mysql, pgx or sqlite", errUsage, driver)
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {

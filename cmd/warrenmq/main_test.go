@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -32,7 +33,7 @@ func TestOutboxRetiredAndRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqlmq.SQLite)) {
+	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqldialect.SQLite)) {
 		if _, err := db.Exec(statement); err != nil {
 			t.Fatalf("%s: %v", statement, err)
 		}
@@ -101,7 +102,7 @@ func TestOutboxPendingShowsTheOldestRowsWithAttemptsAndLastError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqlmq.SQLite)) {
+	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqldialect.SQLite)) {
 		if _, err := db.Exec(statement); err != nil {
 			t.Fatalf("%s: %v", statement, err)
 		}

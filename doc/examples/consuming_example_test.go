@@ -14,6 +14,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -74,7 +75,7 @@ func Example_consuming() {
 	//    the committed rows.
 	outbox, dispatcher := sqlmq.New(transport,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.Dialect(sqlmq.SQLite),
+		sqlmq.Options.Dialect(sqldialect.SQLite),
 		sqlmq.Options.Logger(quiet),
 	)
 

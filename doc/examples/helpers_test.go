@@ -11,6 +11,7 @@ import (
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
 
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -41,7 +42,7 @@ func openSQLite() (*sql.DB, func(), error) {
 	ctx := context.Background()
 	// The library never runs DDL: a service applies sqlmq.Schema with its own
 	// migrations. Here it runs one statement at a time.
-	statements := append(sqlmq.Statements(sqlmq.Schema(sqlmq.SQLite)),
+	statements := append(sqlmq.Statements(sqlmq.Schema(sqldialect.SQLite)),
 		"CREATE TABLE orders (id TEXT PRIMARY KEY, item TEXT NOT NULL, status TEXT NOT NULL)",
 		"CREATE TABLE shipments (order_id TEXT PRIMARY KEY)",
 	)

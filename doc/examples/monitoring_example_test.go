@@ -9,6 +9,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -37,7 +38,7 @@ func Example_monitoring() {
 	_ = transport.DeclareQueue("invoices", memory.QueueOptions{Durable: true})
 	outbox, dispatcher := sqlmq.New(transport,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.Dialect(sqlmq.SQLite),
+		sqlmq.Options.Dialect(sqldialect.SQLite),
 		sqlmq.Options.Monitor(metrics.Outbox()),
 		sqlmq.Options.Logger(quiet),
 	)

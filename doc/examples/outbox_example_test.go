@@ -7,6 +7,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -26,11 +27,11 @@ func Example_outbox() {
 
 	outbox, dispatcher := sqlmq.New(transport,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.Dialect(sqlmq.SQLite),
+		sqlmq.Options.Dialect(sqldialect.SQLite),
 		sqlmq.Options.RetryTimeout(100*time.Millisecond),
 		sqlmq.Options.Logger(quiet),
 	)
-	admin := sqlmq.NewAdmin(db, sqlmq.Options.Dialect(sqlmq.SQLite))
+	admin := sqlmq.NewAdmin(db, sqlmq.Options.Dialect(sqldialect.SQLite))
 
 	// A slot in the context receives the *sql.Tx the CommitWriter begins.
 	ctx, slot := messaging.WithTransactionSlot(context.Background())

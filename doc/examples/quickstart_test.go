@@ -18,6 +18,7 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -61,7 +62,7 @@ func TestQuickStartAgainstLocalServices(t *testing.T) {
 	defer cancel()
 	mustExec(t, db, "CREATE TABLE "+orders+" (id bigint unsigned NOT NULL PRIMARY KEY, shipped tinyint NOT NULL DEFAULT 0)")
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + orders) })
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, outboxTable)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, outboxTable)
 	if err != nil {
 		t.Fatal(err)
 	}

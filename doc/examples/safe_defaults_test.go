@@ -18,6 +18,7 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -71,7 +72,7 @@ func TestQuickStartIsSafeByDefault(t *testing.T) {
 	for id := 1; id <= total; id++ {
 		mustExec(t, db, fmt.Sprintf("INSERT INTO %s (id) VALUES (%d)", orders, id))
 	}
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, outboxTable)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, outboxTable)
 	if err != nil {
 		t.Fatal(err)
 	}

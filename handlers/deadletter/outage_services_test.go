@@ -22,6 +22,7 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -56,7 +57,7 @@ func TestServicesADatabaseOutageDeadLettersNothing(t *testing.T) {
 		}
 	}
 	mustExec("CREATE TABLE " + orders + " (id int NOT NULL PRIMARY KEY, state varchar(16) NOT NULL DEFAULT 'placed')")
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, outboxTable)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, outboxTable)
 	if err != nil {
 		t.Fatal(err)
 	}

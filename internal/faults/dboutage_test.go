@@ -19,6 +19,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -68,7 +69,7 @@ func TestFaultConsumeWhileDatabaseIsDown(t *testing.T) {
 	transportConnector := transport(t, url, connName)
 	outboxConnector, relay := sqlmq.New(transportConnector,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.Dialect(sqlmq.MySQL),
+		sqlmq.Options.Dialect(sqldialect.MySQL),
 		sqlmq.Options.Table(outbox),
 		sqlmq.Options.RetryTimeout(250*time.Millisecond),
 		sqlmq.Options.Logger(quietLogger()),

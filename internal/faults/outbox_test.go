@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -90,7 +91,7 @@ func outboxScenario(t *testing.T, scenario, url string, admin *sql.DB, disturb f
 	transportConnector := transport(t, url, connName)
 	outbox, relay := sqlmq.New(transportConnector,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.Dialect(sqlmq.MySQL),
+		sqlmq.Options.Dialect(sqldialect.MySQL),
 		sqlmq.Options.Table(table),
 		sqlmq.Options.RetryTimeout(250*time.Millisecond),
 		sqlmq.Options.LeaseTimeout(5*time.Second),
@@ -193,7 +194,7 @@ func commitOutbox(connector messaging.Connector, exchange string, chunk []string
 func outboxTable(t *testing.T, admin *sql.DB) string {
 	t.Helper()
 	table := "fault_" + messaging.NewID()[:8]
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, table)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, table)
 	if err != nil {
 		t.Fatalf("outbox schema: %v", err)
 	}

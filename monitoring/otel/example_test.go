@@ -18,6 +18,7 @@ import (
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/monitoring/otel"
 	"github.com/warrenmq/messaging/monitoring/prometheus"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -40,7 +41,7 @@ func Example_withPrometheus() {
 		return
 	}
 	defer db.Close()
-	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqlmq.SQLite)) {
+	for _, statement := range sqlmq.Statements(sqlmq.Schema(sqldialect.SQLite)) {
 		if _, err := db.Exec(statement); err != nil {
 			fmt.Println(err)
 			return
@@ -60,7 +61,7 @@ func Example_withPrometheus() {
 	broker := memory.New(memory.Options.Logger(quiet))
 	defer broker.Close()
 	transport := tracing.Transport(broker)
-	outbox, relay := sqlmq.New(transport, sqlmq.Options.StorageHandle(db), sqlmq.Options.Dialect(sqlmq.SQLite),
+	outbox, relay := sqlmq.New(transport, sqlmq.Options.StorageHandle(db), sqlmq.Options.Dialect(sqldialect.SQLite),
 		sqlmq.Options.Monitor(metrics.Outbox()), sqlmq.Options.Logger(quiet))
 	handled := make(chan struct{})
 	consumer := streaming.New(transport, streaming.Options.Logger(quiet), streaming.Options.Monitor(metrics.Streaming()),

@@ -26,6 +26,7 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -71,7 +72,7 @@ func TestAnOrderIsOneTraceFromTheRequestToTheLastHandler(t *testing.T) {
 	transport := tracing.Transport(rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet)))
 	defer transport.Close()
 	outbox, relay := sqlmq.New(transport, sqlmq.Options.StorageHandle(db), sqlmq.Options.Table(table),
-		sqlmq.Options.Dialect(sqlmq.MySQL), sqlmq.Options.Logger(quiet))
+		sqlmq.Options.Dialect(sqldialect.MySQL), sqlmq.Options.Logger(quiet))
 	readTypes := map[string]reflect.Type{placedX: reflect.TypeOf(placedOrder{}), shippedX: reflect.TypeOf(shippedOrder{})}
 	writeTypes := map[reflect.Type]string{reflect.TypeOf(placedOrder{}): placedX, reflect.TypeOf(shippedOrder{}): shippedX}
 	encodedOutbox := serialization.New(tracing.Outbox(outbox),
@@ -297,7 +298,7 @@ func run(t *testing.T, listen func(), closer io.Closer) func() {
 func outboxTable(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	table := "otel_outbox_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
-	ddl, err := sqlmq.TableSchema(sqlmq.MySQL, table)
+	ddl, err := sqlmq.TableSchema(sqldialect.MySQL, table)
 	if err != nil {
 		t.Fatal(err)
 	}

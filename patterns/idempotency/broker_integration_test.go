@@ -16,7 +16,7 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
-	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -32,7 +32,7 @@ func TestEachMessagePublishedTwiceHasItsEffectOnce(t *testing.T) {
 	const total = 1000
 	suffix := strings.ReplaceAll(messaging.NewID()[:8], "-", "")
 	queue, exchange, effects := "idem-twice-"+suffix, "idem-twice-x-"+suffix, "idem_effects_"+suffix
-	b := backend{name: "MariaDB", dialect: sqlmq.MySQL}
+	b := backend{name: "MariaDB", dialect: sqldialect.MySQL}
 	table := sqlTable(t, b, db)
 	if _, err := db.Exec("CREATE TABLE " + effects + " (id VARCHAR(64) PRIMARY KEY, n INT NOT NULL)"); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestEachMessagePublishedTwiceHasItsEffectOnce(t *testing.T) {
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + effects) })
 	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 
-	store, err := NewSQLStore(db, sqlmq.MySQL, StoreOptions.Table(table), StoreOptions.ClaimTimeout(time.Minute))
+	store, err := NewSQLStore(db, sqldialect.MySQL, StoreOptions.Table(table), StoreOptions.ClaimTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

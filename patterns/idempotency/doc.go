@@ -1,7 +1,7 @@
 // Package idempotency guards a handler against messages delivered more than
 // once, the seed's Idempotency pattern as a messaging.Middleware:
 //
-//	store, err := idempotency.NewSQLStore(db, sqlmq.PostgreSQL)
+//	store, err := idempotency.NewSQLStore(db, sqldialect.PostgreSQL)
 //	worker := messaging.Chain(
 //		idempotency.New(store),                       // claim, then confirm or release
 //		retry.Middleware(retry.Options.Policy(budget)),
@@ -78,7 +78,7 @@
 //   - SQ1 DB is ExecContext and QueryRowContext, so *sql.DB, *sql.Conn and
 //     *sql.Tx all serve (QueryContext is not needed).
 //   - SQ2 SQLStore.Schema returns the DDL and never runs it.
-//   - SQ3, SQ4 placeholders through sqlmq.Dialect.Rebind; insert-unless-there
+//   - SQ3, SQ4 placeholders through sqldialect.Dialect.Rebind; insert-unless-there
 //     is ON CONFLICT DO NOTHING (PostgreSQL, SQLite) or ON DUPLICATE KEY
 //     UPDATE on MySQL, where `key` is quoted, times are DATETIME(6) and the
 //     index is inline.
@@ -97,6 +97,6 @@
 // (StoreOptions.Table) or a key that names the queue (Options.IdempotentBy).
 //
 // The SQL store's dialect bits (placeholders, the quoted `key`, the no-op
-// upsert) are written here, over sqlmq.Dialect's values, without changing
+// upsert) are written here, over sqldialect.Dialect's values, without changing
 // sqlmq.
 package idempotency

@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // DB is what the SQL store needs of a database: *sql.DB, *sql.Conn and *sql.Tx
@@ -25,7 +24,7 @@ type DB interface {
 // within the claim timeout. It is safe for concurrent use when db is.
 type SQLStore struct {
 	db      DB
-	dialect sqlmq.Dialect
+	dialect sqldialect.Dialect
 	lease   time.Duration
 	now     func() time.Time
 	table   string
@@ -33,21 +32,18 @@ type SQLStore struct {
 	insert, reclaim, lookup, confirm, release, prune string
 }
 
-// NewSQLStore returns a store over db in dialect (sqlmq.MySQL, sqlmq.PostgreSQL
-// or sqlmq.SQLite). StoreOptions.Table, ClaimTimeout and Clock apply. It
+// NewSQLStore returns a store over db in dialect (sqldialect.MySQL,
+// sqldialect.PostgreSQL or sqldialect.SQLite). StoreOptions.Table, ClaimTimeout and Clock apply. It
 // creates nothing: apply Schema with your migrations. The error is a table
 // name that is not a plain identifier.
-func NewSQLStore(db DB, dialect sqlmq.Dialect, options ...StoreOption) (*SQLStore, error) {
+func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQLStore, error) {
 	c := newStoreConfig(options)
-	if !sqlmq.IsTableName(c.table) {
-		return nil, fmt.Errorf("idempotency: table name %q is not a plain identifier; use letters, digits and underscores (optionally schema.table)", c.table)
+	if err := sqldialect.CheckTable("idempotency", c.table); err != nil {
+		return nil, err
 	}
 	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, now: c.now, table: c.table}
 	key := s.keyColumn()
-	ignore := " ON CONFLICT DO NOTHING"
-	if s.mysql() {
-		ignore = " ON DUPLICATE KEY UPDATE " + key + " = " + key
-	}
+	ignore := dialect.IgnoreDuplicate(key)
 	t := s.table
 	s.insert = s.dialect.Rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed) VALUES (?, ?, FALSE)" + ignore)
 	s.reclaim = s.dialect.Rebind("UPDATE " + t + " SET handled_at = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
@@ -64,8 +60,8 @@ func NewSQLStore(db DB, dialect sqlmq.Dialect, options ...StoreOption) (*SQLStor
 //
 //	ALTER TABLE acemq_idempotency ADD COLUMN confirmed BOOLEAN NOT NULL DEFAULT TRUE;
 func (s *SQLStore) Schema() string {
-	index := s.table[strings.LastIndexByte(s.table, '.')+1:] + "_handled_at"
-	if s.mysql() {
+	index := sqldialect.BareName(s.table) + "_handled_at"
+	if s.dialect.IsMySQL() {
 		return "CREATE TABLE IF NOT EXISTS " + s.table + " (\n" +
 			"    `key` VARCHAR(255) PRIMARY KEY,\n" +
 			"    handled_at DATETIME(6) NOT NULL,\n" +
@@ -87,14 +83,14 @@ func (s *SQLStore) Schema() string {
 // report the rows a statement changed makes it fail rather than guess.
 func (s *SQLStore) TryClaim(ctx context.Context, key string) (ClaimResult, error) {
 	now := s.now().UTC()
-	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.at(now))
+	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.dialect.Time(now))
 	if err != nil {
 		return 0, err
 	}
 	if inserted == 1 {
 		return Claimed, nil
 	}
-	retaken, err := s.exec(ctx, "claim", key, s.reclaim, s.at(now), key, s.at(now.Add(-s.lease)))
+	retaken, err := s.exec(ctx, "claim", key, s.reclaim, s.dialect.Time(now), key, s.dialect.Time(now.Add(-s.lease)))
 	if err != nil {
 		return 0, err
 	}
@@ -122,7 +118,7 @@ func (s *SQLStore) Claim(ctx context.Context, key string) (bool, error) {
 
 // Confirm records the work for key as done.
 func (s *SQLStore) Confirm(ctx context.Context, key string) error {
-	_, err := s.exec(ctx, "confirm", key, s.confirm, s.at(s.now().UTC()), key)
+	_, err := s.exec(ctx, "confirm", key, s.confirm, s.dialect.Time(s.now().UTC()), key)
 	return err
 }
 
@@ -138,7 +134,7 @@ func (s *SQLStore) Release(ctx context.Context, key string) error {
 // with olderThan well over both the claim timeout and the longest a message
 // can be redelivered after it was handled.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.prune, s.at(s.now().UTC().Add(-olderThan)))
+	res, err := s.db.ExecContext(ctx, s.prune, s.dialect.Time(s.now().UTC().Add(-olderThan)))
 	if err != nil {
 		return 0, fmt.Errorf("idempotency: prune %s: %w", s.table, err)
 	}
@@ -162,21 +158,10 @@ func (s *SQLStore) exec(ctx context.Context, operation, key, query string, args 
 	return n, nil
 }
 
-func (s *SQLStore) mysql() bool { return s.dialect == sqlmq.MySQL || s.dialect == sqlmq.Dialect{} }
-
 // keyColumn is the key column, quoted where the word is reserved (MySQL).
 func (s *SQLStore) keyColumn() string {
-	if s.mysql() {
+	if s.dialect.IsMySQL() {
 		return "`key`"
 	}
 	return "key"
-}
-
-// at is a time as the dialect stores it. SQLite has no time type: a
-// fixed-width UTC text compares in time order.
-func (s *SQLStore) at(t time.Time) any {
-	if s.dialect == sqlmq.SQLite {
-		return t.UTC().Format("2006-01-02 15:04:05.000000")
-	}
-	return t.UTC()
 }

@@ -15,20 +15,21 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
 // backend is one database the SQL store supports.
 type backend struct {
 	name    string
-	dialect sqlmq.Dialect
+	dialect sqldialect.Dialect
 	open    func(t *testing.T) *sql.DB
 }
 
 var backends = []backend{
-	{name: "MariaDB", dialect: sqlmq.MySQL, open: func(t *testing.T) *sql.DB { return testenv.MySQL(t) }},
-	{name: "PostgreSQL", dialect: sqlmq.PostgreSQL, open: func(t *testing.T) *sql.DB { return testenv.Postgres(t) }},
-	{name: "SQLite", dialect: sqlmq.SQLite, open: openSQLite},
+	{name: "MariaDB", dialect: sqldialect.MySQL, open: func(t *testing.T) *sql.DB { return testenv.MySQL(t) }},
+	{name: "PostgreSQL", dialect: sqldialect.PostgreSQL, open: func(t *testing.T) *sql.DB { return testenv.Postgres(t) }},
+	{name: "SQLite", dialect: sqldialect.SQLite, open: openSQLite},
 }
 
 func openSQLite(t *testing.T) *sql.DB {
@@ -234,15 +235,15 @@ func TestSQLStoreInATransaction(t *testing.T) {
 }
 
 func TestSQLStoreSchema(t *testing.T) {
-	store, _ := NewSQLStore(nil, sqlmq.MySQL)
+	store, _ := NewSQLStore(nil, sqldialect.MySQL)
 	if ddl := store.Schema(); !strings.Contains(ddl, "`key` VARCHAR(255) PRIMARY KEY") || !strings.Contains(ddl, "DATETIME(6)") || !strings.Contains(ddl, "INDEX acemq_idempotency_handled_at (handled_at)") {
 		t.Fatalf("MySQL schema:\n%s", ddl)
 	}
-	store, _ = NewSQLStore(nil, sqlmq.PostgreSQL)
+	store, _ = NewSQLStore(nil, sqldialect.PostgreSQL)
 	if ddl := store.Schema(); !strings.Contains(ddl, "CREATE INDEX IF NOT EXISTS acemq_idempotency_handled_at ON acemq_idempotency (handled_at)") || strings.Contains(ddl, "`") {
 		t.Fatalf("PostgreSQL schema:\n%s", ddl)
 	}
-	if _, err := NewSQLStore(nil, sqlmq.SQLite, StoreOptions.Table("x; DROP TABLE y")); err == nil {
+	if _, err := NewSQLStore(nil, sqldialect.SQLite, StoreOptions.Table("x; DROP TABLE y")); err == nil {
 		t.Fatal("a table name that is not an identifier was accepted")
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/retrypolicy"
-	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -32,7 +32,7 @@ import (
 func TestInTransactionHasEachEffectOnceOverRabbitMQ(t *testing.T) {
 	url := testenv.Broker(t)
 	b := backends[1]
-	if b.dialect != sqlmq.PostgreSQL {
+	if b.dialect != sqldialect.PostgreSQL {
 		t.Fatalf("backends[1] is %s; want PostgreSQL", b.name)
 	}
 	inTransactionOverRabbitMQ(t, url, b, b.open(t))

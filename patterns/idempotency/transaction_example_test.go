@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/patterns/idempotency"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -43,7 +44,7 @@ func ExampleInTransaction() {
 		panic(err)
 	}
 	defer db.Close()
-	store, err := idempotency.NewSQLStore(db, sqlmq.SQLite)
+	store, err := idempotency.NewSQLStore(db, sqldialect.SQLite)
 	if err != nil {
 		panic(err)
 	}

@@ -3,7 +3,7 @@
 // look its schema up, so a producer can add a field without every consumer
 // being redeployed the same afternoon.
 //
-//	registry, err := schema.NewSQLRegistry(db, sqlmq.PostgreSQL)
+//	registry, err := schema.NewSQLRegistry(db, sqldialect.PostgreSQL)
 //	s, err := registry.Register(ctx, "order.placed", "avro", definition)
 //	// s.ID travels with the message; a consumer calls registry.ByID(ctx, id)
 //
@@ -44,7 +44,7 @@
 //     works (on PostgreSQL a registration that loses a race inside your
 //     transaction aborts it; register outside one at start-up).
 //   - SQ2 Schema() returns the DDL; SQ3/SQ4 the dialect's placeholders
-//     (sqlmq.Dialect.Rebind) and its insert-unless-there (ON CONFLICT DO
+//     (sqldialect.Dialect.Rebind) and its insert-unless-there (ON CONFLICT DO
 //     NOTHING; ON DUPLICATE KEY UPDATE id = id on MySQL; this table has no
 //     reserved word to quote, and its time is DATETIME(6) on MySQL); SQ5 the
 //     AceMQ table name; SQ6 is the idempotency table's, not this one's; SQ7 the tests run on MariaDB, PostgreSQL and SQLite, with

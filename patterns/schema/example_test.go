@@ -12,7 +12,7 @@ import (
 // and a changed one, then looks them up the ways a consumer does.
 func Example() {
 	ctx := context.Background()
-	registry := schema.NewMemoryRegistry() // schema.NewSQLRegistry(db, sqlmq.PostgreSQL) for real
+	registry := schema.NewMemoryRegistry() // schema.NewSQLRegistry(db, sqldialect.PostgreSQL) for real
 	v1 := `{"type":"record","name":"OrderPlaced","fields":[{"name":"id","type":"string"}]}`
 	v2 := `{"type":"record","name":"OrderPlaced","fields":[{"name":"id","type":"string"},{"name":"note","type":["null","string"],"default":null}]}`
 

@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/warrenmq/messaging/sqlmq"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // DB is what the SQL registry needs of a database: *sql.DB, *sql.Conn and
@@ -32,7 +31,7 @@ const registerAttempts = 64
 // concurrent use when db is.
 type SQLRegistry struct {
 	db      DB
-	dialect sqlmq.Dialect
+	dialect sqldialect.Dialect
 	table   string
 	now     func() time.Time
 	monitor Monitor
@@ -40,21 +39,18 @@ type SQLRegistry struct {
 	insert, latestVersion, byID, byVersion, byFingerprint, latest, versions string
 }
 
-// NewSQLRegistry returns a registry over db in dialect (sqlmq.MySQL,
-// sqlmq.PostgreSQL or sqlmq.SQLite); Options.Table and Monitor apply.
+// NewSQLRegistry returns a registry over db in dialect (sqldialect.MySQL,
+// sqldialect.PostgreSQL or sqldialect.SQLite); Options.Table and Monitor apply.
 // It creates nothing: apply Schema with your migrations. The error is a table
 // name that is not a plain identifier.
-func NewSQLRegistry(db DB, dialect sqlmq.Dialect, options ...Option) (*SQLRegistry, error) {
+func NewSQLRegistry(db DB, dialect sqldialect.Dialect, options ...Option) (*SQLRegistry, error) {
 	c := newConfig(options)
-	if !sqlmq.IsTableName(c.table) {
-		return nil, fmt.Errorf("schema: table name %q is not a plain identifier; use letters, digits and underscores (optionally schema.table)", c.table)
+	if err := sqldialect.CheckTable("schema", c.table); err != nil {
+		return nil, err
 	}
 	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, now: c.now, monitor: c.monitor}
 	t := r.table
-	ignore := " ON CONFLICT DO NOTHING"
-	if r.mysql() {
-		ignore = " ON DUPLICATE KEY UPDATE id = id"
-	}
+	ignore := dialect.IgnoreDuplicate("id")
 	columns := "id, subject, version, format, definition, fingerprint, registered_at"
 	r.insert = dialect.Rebind("INSERT INTO " + t + " (subject, version, format, definition, fingerprint, registered_at) VALUES (?, ?, ?, ?, ?, ?)" + ignore)
 	r.latestVersion = dialect.Rebind("SELECT COALESCE(MAX(version), 0) FROM " + t + " WHERE subject = ?")
@@ -76,11 +72,11 @@ var _ Registry = (*SQLRegistry)(nil)
 // library created. On MySQL the subject is compared byte for byte
 // (utf8mb4_bin), as the other dialects compare it.
 func (r *SQLRegistry) Schema() string {
-	bare := r.table[strings.LastIndexByte(r.table, '.')+1:]
+	bare := sqldialect.BareName(r.table)
 	uniques := ",\n    CONSTRAINT " + bare + "_subject_fingerprint UNIQUE (subject, fingerprint),\n" +
 		"    CONSTRAINT " + bare + "_subject_version UNIQUE (subject, version)\n);\n"
 	switch {
-	case r.mysql():
+	case r.dialect.IsMySQL():
 		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
 			"    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n" +
 			"    subject VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
@@ -89,7 +85,7 @@ func (r *SQLRegistry) Schema() string {
 			"    definition LONGTEXT NOT NULL,\n" +
 			"    fingerprint VARCHAR(64) NOT NULL,\n" +
 			"    registered_at DATETIME(6) NOT NULL" + uniques
-	case r.dialect == sqlmq.PostgreSQL:
+	case r.dialect.IsPostgreSQL():
 		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
 			"    id BIGSERIAL PRIMARY KEY,\n" +
 			"    subject VARCHAR(255) NOT NULL,\n" +
@@ -134,7 +130,7 @@ func (r *SQLRegistry) Register(ctx context.Context, subject, format, definition 
 		if err := r.db.QueryRowContext(ctx, r.latestVersion, subject).Scan(&latest); err != nil {
 			return Schema{}, r.failed("read the latest version of subject", subject, err)
 		}
-		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.at(r.now()))
+		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.dialect.Time(r.now()))
 		if err != nil {
 			// A deadlock between two inserts, or a conflict a driver reports
 			// as an error: the next pass reads what won.
@@ -243,7 +239,7 @@ func (r *SQLRegistry) one(ctx context.Context, query string, args ...any) (Schem
 
 func (r *SQLRegistry) scan(scan func(...any) error) (Schema, error) {
 	var s Schema
-	var at timestamp
+	var at sqldialect.Timestamp
 	if err := scan(&s.ID, &s.Subject, &s.Version, &s.Format, &s.Definition, &s.Fingerprint, &at); err != nil {
 		return Schema{}, err
 	}
@@ -253,50 +249,4 @@ func (r *SQLRegistry) scan(scan func(...any) error) (Schema, error) {
 
 func (r *SQLRegistry) failed(what, subject string, err error) error {
 	return fmt.Errorf("schema: %s %q in %s: %w", what, subject, r.table, err)
-}
-
-func (r *SQLRegistry) mysql() bool {
-	return r.dialect == sqlmq.MySQL || r.dialect == sqlmq.Dialect{}
-}
-
-// at is a time as the dialect stores it. SQLite has no time type: a
-// fixed-width UTC text keeps its order.
-func (r *SQLRegistry) at(t time.Time) any {
-	if r.dialect == sqlmq.SQLite {
-		return t.UTC().Format(textTime)
-	}
-	return t.UTC()
-}
-
-const textTime = "2006-01-02 15:04:05.000000"
-
-// timestamp reads a time whether the driver hands it over as a time or as
-// text (MySQL without parseTime, SQLite).
-type timestamp struct{ time.Time }
-
-// Scan implements sql.Scanner.
-func (t *timestamp) Scan(value any) error {
-	switch v := value.(type) {
-	case time.Time:
-		t.Time = v.UTC()
-		return nil
-	case []byte:
-		return t.parse(string(v))
-	case string:
-		return t.parse(v)
-	case nil:
-		t.Time = time.Time{}
-		return nil
-	}
-	return fmt.Errorf("schema: registered_at is a %T, not a time", value)
-}
-
-func (t *timestamp) parse(text string) error {
-	for _, layout := range []string{textTime, "2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", time.RFC3339Nano} {
-		if parsed, err := time.Parse(layout, text); err == nil {
-			t.Time = parsed.UTC()
-			return nil
-		}
-	}
-	return fmt.Errorf("schema: registered_at %q is not a time this registry reads", text)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 )
 
@@ -25,16 +26,16 @@ import (
 // a lock, for the helper process, whose parent holds the lock.
 type backend struct {
 	name    string
-	dialect sqlmq.Dialect
+	dialect sqldialect.Dialect
 	driver  string
 	dsn     func(t *testing.T) string
 	lock    func(t *testing.T)
 }
 
 var backends = []backend{
-	{name: "MariaDB", dialect: sqlmq.MySQL, driver: "mysql", dsn: func(*testing.T) string { return testenv.MySQLDSN }, lock: func(t *testing.T) { testenv.MySQL(t) }},
-	{name: "PostgreSQL", dialect: sqlmq.PostgreSQL, driver: "pgx", dsn: func(*testing.T) string { return testenv.PostgresDSN }, lock: func(t *testing.T) { testenv.Postgres(t) }},
-	{name: "SQLite", dialect: sqlmq.SQLite, driver: "sqlite", dsn: sqliteDSN, lock: func(*testing.T) {}},
+	{name: "MariaDB", dialect: sqldialect.MySQL, driver: "mysql", dsn: func(*testing.T) string { return testenv.MySQLDSN }, lock: func(t *testing.T) { testenv.MySQL(t) }},
+	{name: "PostgreSQL", dialect: sqldialect.PostgreSQL, driver: "pgx", dsn: func(*testing.T) string { return testenv.PostgresDSN }, lock: func(t *testing.T) { testenv.Postgres(t) }},
+	{name: "SQLite", dialect: sqldialect.SQLite, driver: "sqlite", dsn: sqliteDSN, lock: func(*testing.T) {}},
 }
 
 func sqliteDSN(t *testing.T) string {
@@ -109,7 +110,7 @@ func TestSQLRegistryInARolledBackTransactionKeepsNothing(t *testing.T) {
 }
 
 func TestSQLRegistryRefusesATableNameThatIsNotAnIdentifier(t *testing.T) {
-	if _, err := NewSQLRegistry(nil, sqlmq.MySQL, Options.Table("x; DROP TABLE y")); err == nil {
+	if _, err := NewSQLRegistry(nil, sqldialect.MySQL, Options.Table("x; DROP TABLE y")); err == nil {
 		t.Fatal("a table name that is not an identifier was accepted")
 	}
 }
@@ -159,7 +160,7 @@ func TestSchemaHelperProcess(t *testing.T) {
 	if driver == "" {
 		return
 	}
-	dialects := map[string]sqlmq.Dialect{"mysql": sqlmq.MySQL, "postgresql": sqlmq.PostgreSQL, "sqlite": sqlmq.SQLite}
+	dialects := map[string]sqldialect.Dialect{"mysql": sqldialect.MySQL, "postgresql": sqldialect.PostgreSQL, "sqlite": sqldialect.SQLite}
 	db := open(t, driver, os.Getenv("SCHEMA_HELPER_DSN"))
 	r, err := NewSQLRegistry(db, dialects[os.Getenv("SCHEMA_HELPER_DIALECT")], Options.Table(os.Getenv("SCHEMA_HELPER_TABLE")))
 	if err != nil {
