@@ -17,7 +17,24 @@ const (
 	// DefaultExponentialJitter is the jitter factor Exponential starts with.
 	// Fixed and None start without jitter.
 	DefaultExponentialJitter = 0.2
+	// DefaultMaxAttempts is Default's budget, the first attempt included: a
+	// message is handled at most five times. No policy is unlimited.
+	DefaultMaxAttempts = 5
+	// DefaultInitialWait is Default's first wait, and the first wait of every
+	// reconnect and outage schedule of this module.
+	DefaultInitialWait = time.Second
+	// DefaultMaxWait is Default's longest wait between attempts.
+	DefaultMaxWait = 30 * time.Second
 )
+
+// Default is the retry budget when none is stated: Exponential(5, 1s, 30s),
+// so a failing message is handled at most five times, waiting about 1 s,
+// 2 s, 4 s and 8 s (±20 %) between attempts: about 15 s in all before it is
+// given up. handlers/retry, handlers/deadletter, the streaming runtime's
+// settlement and the flows all use this one value when given none.
+func Default() Policy {
+	return Exponential(DefaultMaxAttempts, DefaultInitialWait, DefaultMaxWait)
+}
 
 // ErrInvalid is wrapped by every error Err reports, so a caller can test
 // errors.Is(policy.Err(), retrypolicy.ErrInvalid).

@@ -234,7 +234,7 @@ func (subscriptionSingleton) FullDeliveryToHandler(full bool) subscriptionOption
 // (see Settlement in the package documentation): the attempts it names in the
 // reason of a dead-lettered message and the budget of deadletter.Retry. Give
 // it the same value as retry.Options.Policy. The zero Policy (the default)
-// means retry.DefaultPolicy, five attempts, and a reason that does not count
+// means retrypolicy.Default, five attempts, and a reason that does not count
 // them ("the handler failed: ...").
 func (subscriptionSingleton) RetryPolicy(policy retrypolicy.Policy) subscriptionOption {
 	return func(s *Subscription) { s.policy = policy }

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -23,7 +22,7 @@ type Option = option
 const defaultPublishTimeout = 30 * time.Second
 
 type config struct {
-	// policy is what Retry consults: the stated one, or retry.DefaultPolicy,
+	// policy is what Retry consults: the stated one, or retrypolicy.Default,
 	// with Options.BrokerWaitThreshold applied when it was given. Its
 	// InBroker decides where a wait is held and its ladder names the rungs.
 	policy       retrypolicy.Policy
@@ -60,7 +59,7 @@ func (singleton) RefuseRetry(why string) option {
 // the same value given to retry.Options.Policy: its attempts are written into
 // the reason of a message that exhausted them ("exhausted N attempts: ...")
 // and bound Retry, whose waits, broker rungs and maximum age it gives. Without
-// it Retry uses retry.DefaultPolicy (five attempts), so no message is retried
+// it Retry uses retrypolicy.Default (five attempts), so no message is retried
 // for ever. MaxAttempts, RetryDelay and BrokerWaitThreshold, given as well,
 // override the policy's attempts, waits and threshold.
 func (singleton) Policy(policy retrypolicy.Policy) option {
@@ -72,7 +71,7 @@ func (singleton) Policy(policy retrypolicy.Policy) option {
 // message that exhausted it ("exhausted N attempts: ..."), and the limit
 // Retry applies to x-acemq-attempt. Zero means the policy's (Options.Policy);
 // when no policy is stated either, a failed message's reason is "the handler
-// failed: ...", and Retry gives up after retry.DefaultPolicy's five attempts.
+// failed: ...", and Retry gives up after retrypolicy.Default's five attempts.
 func (singleton) MaxAttempts(attempts int) option {
 	return func(c *config) { c.maxAttempts = max(attempts, 0) }
 }
@@ -166,7 +165,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // defaultPolicy is the budget when none is stated: the retry decorator's.
-func defaultPolicy() retrypolicy.Policy { return retry.DefaultPolicy() }
+func defaultPolicy() retrypolicy.Policy { return retrypolicy.Default() }
 
 // midpoint makes Policy.Delay return the scheduled wait, without jitter.
 func midpoint() float64 { return 0.5 }

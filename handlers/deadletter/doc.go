@@ -60,7 +60,7 @@
 //
 // The retry budget is one retrypolicy.Policy value (Options.Policy), the same
 // given to retry.Options.Policy; Retry without one gives up after
-// retry.DefaultPolicy's five attempts. The streaming runtime wraps every
+// retrypolicy.Default's five attempts. The streaming runtime wraps every
 // worker in a decorator of this package; one of the user's own inside it
 // takes over for each batch it handles, so nothing is set aside twice.
 //

@@ -59,7 +59,7 @@ func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
 // messaging.Fatal dead-letters at once ("the handler reported an
 // unprocessable message: <err>"), and so does a delivery whose attempt has
 // reached the budget ("exhausted N attempts: <err>": Options.MaxAttempts,
-// else the Options.Policy's, else retry.DefaultPolicy's five) or, with a
+// else the Options.Policy's, else retrypolicy.Default's five) or, with a
 // policy that sets GiveUpAfter, whose age exceeds it. An error for
 // which messaging.IsOutage is true (a dependency's failure) spends no attempt
 // and is never dead-lettered: the copy keeps the delivery's attempt.

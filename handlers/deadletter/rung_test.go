@@ -59,7 +59,7 @@ func (f *DeclareRungsFixture) TestTheThresholdOptionShapesTheLadder() {
 
 func (f *DeclareRungsFixture) TestNothingIsDeclaredWhenNoWaitReachesTheBroker() {
 	for _, options := range [][]Option{
-		nil, // retry.DefaultPolicy: every wait is under 30 s
+		nil, // retrypolicy.Default: every wait is under 30 s
 		{Options.Policy(ladderPolicy.WaitInBrokerFrom(0))},
 		{Options.Policy(ladderPolicy), Options.BrokerWaitThreshold(0)},
 		{Options.Policy(ladderPolicy), Options.RetryDelay(func(int) time.Duration { return time.Minute })},

@@ -9,32 +9,9 @@ import (
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
-// Defaults applied when an option is absent, zero or negative.
-const (
-	// DefaultBackoff is the wait after the first failure: the first wait of
-	// DefaultPolicy, and the base of the Backoff shorthand when only
-	// MaxBackoff or JitterFactor is given.
-	DefaultBackoff = time.Second
-	// DefaultMaxBackoff is the longest wait of DefaultPolicy.
-	DefaultMaxBackoff = 30 * time.Second
-	// DefaultMaxAttempts is DefaultPolicy's budget, the first attempt
-	// included: a batch is handled at most five times, then the last panic
-	// propagates (to the settlement decorator, which dead-letters the message
-	// that still fails alone). No configuration makes it unlimited.
-	DefaultMaxAttempts = 5
-	// DefaultMaxOutageBackoff caps the wait between tries while a dependency
-	// is down (messaging.IsOutage).
-	DefaultMaxOutageBackoff = 30 * time.Second
-)
-
-// DefaultPolicy is the retry budget when none is stated:
-// retrypolicy.Exponential(5, 1s, 30s), so a failing batch is handled at most
-// five times, waiting about 1 s, 2 s, 4 s and 8 s (±20 %) between attempts:
-// about 15 s in all before retry gives up. handlers/deadletter and the
-// streaming runtime's own settlement use the same value.
-func DefaultPolicy() retrypolicy.Policy {
-	return retrypolicy.Exponential(DefaultMaxAttempts, DefaultBackoff, DefaultMaxBackoff)
-}
+// DefaultMaxOutageBackoff caps the wait between tries while a dependency is
+// down (messaging.IsOutage).
+const DefaultMaxOutageBackoff = 30 * time.Second
 
 // sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
 // when the context ended.
@@ -80,7 +57,7 @@ func newConfiguration(options []option) configuration {
 		}
 	}
 	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
-		c.policy = DefaultPolicy()
+		c.policy = retrypolicy.Default()
 	}
 	if c.maxAttempts <= 0 {
 		c.maxAttempts = c.policy.MaxAttempts()
@@ -91,7 +68,7 @@ func newConfiguration(options []option) configuration {
 	if c.shorthand {
 		// The shorthand is a policy too: the waits are one mechanism.
 		if c.backoff <= 0 {
-			c.backoff = DefaultBackoff
+			c.backoff = retrypolicy.DefaultInitialWait
 		}
 		c.maxBackoff = max(c.maxBackoff, 0)
 		if c.maxBackoff > 0 {
@@ -103,7 +80,7 @@ func newConfiguration(options []option) configuration {
 	} else if schedule := c.policy.Schedule(); len(schedule) > 0 && schedule[0] > 0 {
 		c.backoff = schedule[0] // the outage wait starts from the policy's first wait
 	} else {
-		c.backoff = DefaultBackoff
+		c.backoff = retrypolicy.DefaultInitialWait
 	}
 	// Outage tries double from the first wait up to MaxOutageBackoff, jittered
 	// as the policy is; they count no attempt, so the attempts here are moot.
@@ -127,7 +104,7 @@ func newConfiguration(options []option) configuration {
 // how many attempts, the first included, and the wait after each failed one,
 // jittered as the policy says. Every wait is held in the process, since the
 // same batch is run again; a policy's broker-wait threshold does not apply
-// here. The zero Policy means DefaultPolicy. MaxAttempts, given as well,
+// here. The zero Policy means retrypolicy.Default. MaxAttempts, given as well,
 // overrides the policy's attempts; Backoff, MaxBackoff and JitterFactor
 // replace its waits. Share the value with deadletter.Options.Policy so the
 // reason of a dead-lettered message states the budget that was spent.

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // A batch of ten run three times by retry (it fails twice after publishing)
@@ -31,7 +32,7 @@ func TestABatchRunAgainDoesNotPublishItsHopsTwice(t *testing.T) {
 			}
 		})
 		batch := []any{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
-		New(inner, Options.Policy(DefaultPolicy())).Handle(context.Background(), batch...)
+		New(inner, Options.Policy(retrypolicy.Default())).Handle(context.Background(), batch...)
 		if runs.Load() != 3 || published.Load() != 10 {
 			t.Fatalf("runs %d, hops published %d: want 3 runs and 10 hops", runs.Load(), published.Load())
 		}

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/streaming"
@@ -155,7 +154,7 @@ func newStepConfig(options []stepOption) stepConfig {
 		c.consumers = 1
 	}
 	if c.policy.IsZero() {
-		c.policy = retry.DefaultPolicy()
+		c.policy = retrypolicy.Default()
 	}
 	return c
 }
@@ -166,7 +165,7 @@ func (stepSingleton) Consumers(n int) stepOption {
 	return func(c *stepConfig) { c.consumers = n }
 }
 
-// Retry is the step's retry budget (default retry.DefaultPolicy, the
+// Retry is the step's retry budget (default retrypolicy.Default, the
 // library's five attempts): a step that
 // returns an error is republished with its attempt advanced after the
 // policy's wait (in the process, or in a {queue}.retry.{d} rung for a long

@@ -110,7 +110,7 @@
 //     StepOptions...).
 //   - PL3 StepOptions.Consumers(n): n subscriptions on {pipeline}.{step},
 //     each with its own connection and prefetch.
-//   - PL4 StepOptions.Retry(policy) (default retry.DefaultPolicy, the
+//   - PL4 StepOptions.Retry(policy) (default retrypolicy.Default, the
 //     library's five attempts): the subscription's settlement retries a
 //     failed step through it (rungs declared at start for broker waits) and
 //     handlers/retry, with the same value, holds an outage in the process.
