@@ -313,6 +313,11 @@ type fakeAck struct {
 	multiple bool
 }
 
+type fakeNack struct {
+	tag               uint64
+	multiple, requeue bool
+}
+
 type fakeCall struct {
 	method string
 	args   []any
@@ -324,6 +329,7 @@ type fakeChannel struct {
 	conn      *fakeConnection
 	published chan fakePublish
 	acked     chan fakeAck
+	nacked    chan fakeNack
 
 	mu         sync.Mutex
 	confirms   []chan amqp.Confirmation
@@ -343,6 +349,7 @@ func newFakeChannel(conn *fakeConnection) *fakeChannel {
 		conn:       conn,
 		published:  make(chan fakePublish, 10_000),
 		acked:      make(chan fakeAck, 10_000),
+		nacked:     make(chan fakeNack, 10_000),
 		deliveries: make(chan amqp.Delivery, 100),
 		blocking:   map[string]bool{},
 		failing:    map[string]error{},
@@ -507,6 +514,14 @@ func (ch *fakeChannel) Ack(tag uint64, multiple bool) error {
 		return err
 	}
 	ch.acked <- fakeAck{tag: tag, multiple: multiple}
+	return nil
+}
+
+func (ch *fakeChannel) Nack(tag uint64, multiple, requeue bool) error {
+	if err := ch.enter("Nack", tag, multiple, requeue); err != nil {
+		return err
+	}
+	ch.nacked <- fakeNack{tag: tag, multiple: multiple, requeue: requeue}
 	return nil
 }
 

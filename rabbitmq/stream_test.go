@@ -265,18 +265,57 @@ func (f *StreamFixture) TestAcknowledgingADeliveryNotHeldSendsNothing() {
 
 func (f *StreamFixture) TestAStalledAcknowledgementSeversAtTheBrokerTimeout() {
 	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
-	d := f.read(s, 1)
-	f.channel.Block("Ack")
+	f.stallSettlement("Ack", "acknowledgement", func(d messaging.Delivery) error { return s.Acknowledge(context.Background(), d) }, f.read(s, 1)[0])
+}
+
+func (f *StreamFixture) TestAStalledRequeueSeversAtTheBrokerTimeout() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	requeuer, _ := messaging.As[messaging.Requeuer](s)
+	f.stallSettlement("Nack", "requeue", func(d messaging.Delivery) error { return requeuer.Requeue(context.Background(), d) }, f.read(s, 1)[0])
+}
+
+// stallSettlement blocks method on the channel, settles d and expires the
+// broker timeout: the connection is severed and the error wraps
+// ErrAcknowledgeTimeout.
+func (f *StreamFixture) stallSettlement(method, op string, settle func(messaging.Delivery) error, d messaging.Delivery) {
+	f.channel.Block(method)
 	result := make(chan error, 1)
-	go func() { result <- s.Acknowledge(context.Background(), d...) }()
+	go func() { result <- settle(d) }()
 	f.h.clock.awaitActive(f.T(), 1)
 
 	f.h.clock.Expire()
-	err := receive(f.T(), result, "Acknowledge")
+	err := receive(f.T(), result, op)
 
 	f.So(errors.Is(err, ErrAcknowledgeTimeout), should.BeTrue)
 	f.So(f.raw.isSevered(), should.BeTrue)
-	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP acknowledgement did not complete within [30s]; severing the connection.")
+	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP "+op+" did not complete within [30s]; severing the connection.")
+}
+
+func (f *StreamFixture) TestRequeueNacksThatDeliveryAloneAndTheOthersStayOutstanding() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1, 2, 3)
+	requeuer, ok := messaging.As[messaging.Requeuer](s)
+	f.So(ok, should.BeTrue)
+
+	f.So(requeuer.Requeue(context.Background(), d[1]), should.BeNil)
+	f.So(s.Acknowledge(context.Background(), d[0], d[2]), should.BeNil)
+
+	f.So(receive(f.T(), f.channel.nacked, "the nack"), should.Resemble, fakeNack{tag: 2, multiple: false, requeue: true})
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 3, multiple: true}})
+	err := requeuer.Requeue(context.Background(), d[1])
+	f.So(err.Error(), should.ContainSubstring, "delivery 2 is not awaiting acknowledgement")
+}
+
+func (f *StreamFixture) TestRequeueAfterTheStreamClosedFailsClosedAndSendsNothing() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1)
+	f.So(s.Close(), should.BeNil)
+	requeuer, _ := messaging.As[messaging.Requeuer](s)
+
+	err := requeuer.Requeue(context.Background(), d[0])
+
+	f.So(err, should.Wrap, messaging.ErrClosed)
+	f.So(len(f.channel.nacked), should.Equal, 0)
 }
 
 func (f *StreamFixture) TestCloseCancelsTheConsumerThenClosesTheChannel() {
