@@ -81,6 +81,15 @@ func Publisher(broker *memory.Broker, serializer serialization.Serializer, types
 		serialization.Options.WriteTypes(types), serialization.Options.TopicFromType(false))
 }
 
+// NewOrder returns a pointer to a zero Order, a RoundTrip target.
+func NewOrder() any { return new(Order) }
+
+// BenchmarkJSON is RoundTrip of SampleOrder with serialization.JSON, the line
+// each codec's benchmarks stand beside.
+func BenchmarkJSON(b *testing.B) {
+	RoundTrip(b, serialization.JSON{}, SampleOrder(), NewOrder)
+}
+
 // Through publishes dispatch through publisher (see Publisher) and reads it
 // back through consumer, a serialization connector over the same broker,
 // from queue (which it declares): the delivery as the consumer's stream

@@ -11,9 +11,7 @@ import (
 )
 
 // BenchmarkJSON is the order every codec's benchmark uses, as JSON.
-func BenchmarkJSON(b *testing.B) {
-	codectest.RoundTrip(b, serialization.JSON{}, codectest.SampleOrder(), func() any { return new(codectest.Order) })
-}
+func BenchmarkJSON(b *testing.B) { codectest.BenchmarkJSON(b) }
 
 // BenchmarkProtobuf is the same order as a protobuf message. The message is
 // dynamic (built from a descriptor, through reflection), which is slower
