@@ -6,9 +6,8 @@
 //     each payload is 0x00, the writer's schema id in 4 bytes big-endian
 //     (Confluent's framing), then the Avro binary encoding. The writer
 //     registers its schema in a patterns/schema registry (or looks it up) and
-//     the reader fetches the writer's schema by the id, once, and caches it.
-//     A producer can add a field without every consumer being redeployed the
-//     same afternoon.
+//     the reader fetches the writer's schema by the id, once, and caches it,
+//     so a publisher can add a field before its consumers know of it.
 //   - Plain (NewPlain, content type avro/binary): the Avro binary encoding
 //     alone, of one schema both sides are given.
 //
@@ -28,4 +27,16 @@
 // (parked at once); one whose schema could not be fetched because the
 // registry did not answer is messaging.Retryable, and is read again through
 // the retry policy. Each registry call is bounded by Options.Timeout.
+//
+// Install a codec on both sides of a queue, for the content types it reads:
+//
+//	codec, err := avro.NewRegistered(registry,
+//		avro.Options.Write(reflect.TypeFor[OrderPlaced](), "order.placed", definition))
+//	types, err := codec.ContentTypes()
+//	connector := serialization.New(transport,
+//		serialization.Options.Serializer(codec),
+//		serialization.Options.AddDeserializer(codec, types...),
+//		...)
+//
+// doc/codecs.md has the whole story.
 package avro
