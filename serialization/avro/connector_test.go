@@ -1,0 +1,55 @@
+package avro_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/patterns/schema"
+	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/serialization/avro"
+)
+
+// Through serialization on the in-memory transport: each mode's consumer,
+// registered for the codec's ContentTypes, reads its own mode's messages and
+// refuses the other mode's by content type instead of decoding wrong values.
+func TestEachModeTravelsThroughSerializationAndRefusesTheOther(t *testing.T) {
+	orderType := reflect.TypeFor[codectest.Order]()
+	registry := schema.NewMemoryRegistry()
+	registered, err := avro.NewRegistered(registry, avro.Options.Write(orderType, "order", codectest.OrderSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := avro.NewPlain(codectest.OrderSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := memory.New()
+	defer broker.Close()
+	consumer := func(codec *avro.Codec) messaging.Connector {
+		types, err := codec.ContentTypes("application/vnd.orders+avro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return serialization.New(broker, serialization.Options.AddDeserializer(codec, types...),
+			serialization.Options.ReadTypes(map[string]reflect.Type{"order": orderType}))
+	}
+	write := map[reflect.Type]string{orderType: "order"}
+	order := codectest.SampleOrder()
+	for _, c := range []struct {
+		name             string
+		publisher, other *avro.Codec
+	}{{"registered", registered, plain}, {"plain", plain, registered}} {
+		delivery := codectest.Through(t, broker, codectest.Publisher(broker, c.publisher, write), consumer(c.publisher), "avro-orders", messaging.Dispatch{Message: order})
+		if delivery.ContentType != c.publisher.ContentType() || !reflect.DeepEqual(delivery.Message, order) {
+			t.Fatalf("%s: content type %q, read %+v (undecodable %v)", c.name, delivery.ContentType, delivery.Message, delivery.Undecodable)
+		}
+		delivery = codectest.Through(t, broker, codectest.Publisher(broker, c.publisher, write), consumer(c.other), "avro-orders", messaging.Dispatch{Message: order})
+		if delivery.Message != nil || !errors.Is(delivery.Undecodable, serialization.ErrUnknownContentType) {
+			t.Fatalf("%s read by the other mode: %+v, %v", c.name, delivery.Message, delivery.Undecodable)
+		}
+	}
+}

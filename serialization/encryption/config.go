@@ -1,0 +1,30 @@
+package encryption
+
+import "github.com/warrenmq/messaging/internal/options"
+
+// Options is the entry point for configuring New: encryption.Options.Monitor(m).
+var Options OptionSet
+
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	monitor Monitor
+}
+
+func newConfig(opts []Option) config {
+	c := config{}
+	options.Apply(&c, opts)
+	if c.monitor == nil {
+		c.monitor = NopMonitor{}
+	}
+	return c
+}
+
+// Monitor receives a callback per message encrypted, decrypted or refused.
+// Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
