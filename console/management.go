@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,7 +61,11 @@ func (m management) list(ctx context.Context) ([]listedQueue, error) {
 	}
 	response, err := http.DefaultClient.Do(request)
 	if err != nil {
-		return nil, fmt.Errorf("ask the management API at %s: %w", base.Redacted(), err)
+		var failed *url.Error
+		if errors.As(err, &failed) {
+			err = failed.Err // its text repeats the address, query and all
+		}
+		return nil, fmt.Errorf("no answer from the management API at %s: %w", base.Redacted(), err)
 	}
 	defer func() { _ = response.Body.Close() }()
 	if response.StatusCode != http.StatusOK {

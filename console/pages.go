@@ -28,6 +28,7 @@ func parsePages() map[string]*template.Template {
 		"when":     when,
 		"ago":      func(t time.Time) string { return age(time.Since(t)) },
 		"age":      age,
+		"span":     span,
 		"rate":     rate,
 		"escape":   url.PathEscape,
 		"add":      func(a, b int) int { return a + b },
@@ -117,6 +118,17 @@ func age(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 	return d.Round(time.Minute).String()
+}
+
+// span writes a window as people say it: 15 minutes, 90 seconds, 2 hours.
+func span(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hour(s)", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d minutes", d/time.Minute)
+	}
+	return age(d)
 }
 
 // rate writes a net rate per second with its sign.

@@ -30,7 +30,7 @@ func previewOf(payload []byte, limit int) preview {
 	p := preview{Size: len(payload)}
 	if binary(payload) {
 		p.Binary = true
-		n := min(len(payload), hexPreview, limit)
+		n := min(len(payload), hexPreview, max(limit/10, 16))
 		p.Text, p.Cut = hexDump(payload[:n]), n < len(payload)
 		return p
 	}
@@ -62,8 +62,8 @@ func previewOf(payload []byte, limit int) preview {
 	return p
 }
 
-// binary reports a payload whose first bytes are mostly not text: a NUL, or
-// more than one in ten that is a control byte or not UTF-8.
+// binary reports a payload whose first bytes are not text: a NUL, or more
+// than one in four that is a control byte or not UTF-8.
 func binary(payload []byte) bool {
 	sample := payload[:min(len(payload), 1024)]
 	odd := 0
@@ -72,14 +72,14 @@ func binary(payload []byte) bool {
 		switch {
 		case r == 0:
 			return true
-		case r == utf8.RuneError && size <= 1 && len(sample) >= utf8.UTFMax:
+		case r == utf8.RuneError && size <= 1:
 			odd++
 		case r < 0x20 && r != '\n' && r != '\t' && r != '\r':
 			odd++
 		}
 		sample = sample[size:]
 	}
-	return odd*10 > min(len(payload), 1024)
+	return odd*4 > min(len(payload), 1024)
 }
 
 // hexDump writes b sixteen bytes a line: offset, bytes, printable ASCII.
