@@ -115,13 +115,14 @@ func (f *ConsoleFixture) TestAGroupIsCountedThenReplayedOnlyWhenConfirmed() {
 	w := f.browser.post("/jobs/"+count.ID+"/confirm", url.Values{"confirm": {"19"}})
 	f.So(w.Code, should.Equal, http.StatusBadRequest)
 	f.So(f.broker.MessageCount("orders.ship"), should.Equal, 0)
+	f.setAside("orders.ship.dlq", "late", 3, func(int) string { return "warehouse 9 closed" }) // after the count: not confirmed
 
 	moved := f.waitJob(f.browser.post("/jobs/"+count.ID+"/confirm", url.Values{"confirm": {"20"}}))
 	f.So(moved.Result.Moved, should.Equal, 20)
 	f.So(moved.Err, should.BeEmpty)
 	f.So(f.browser.get("/jobs/"+moved.ID).Body.String(), should.ContainSubstring, "moved 20, skipped 0 (limit)")
 	f.So(f.drain("orders.ship"), should.Equal, ids("a", 20))
-	f.So(f.drain("orders.ship.dlq"), should.Equal, ids("b", 5))
+	f.So(f.drain("orders.ship.dlq"), should.Equal, ids("b", 5, "late", 3))
 }
 
 func (f *ConsoleFixture) TestASelectionReplaysOnlyTheTickedMessages() {
@@ -143,4 +144,32 @@ func (f *ConsoleFixture) TestAFilterReplaysWhatMatchesIt() {
 	f.So(count.Counted, should.Equal, 2)
 	f.waitJob(f.browser.post("/jobs/"+count.ID+"/confirm", url.Values{"confirm": {"2"}}))
 	f.So(f.drain("orders.ship"), should.Equal, []string{"x1", "x3"})
+}
+
+func (f *ConsoleFixture) TestACensusCountsEveryReasonBeyondThePagesBounds() {
+	f.start(Options.Actions(true), Options.ScanLimit(50))
+	f.setAside("orders.ship.dlq", "a", 120, func(i int) string { return fmt.Sprintf("timeout %d", i) })
+	f.setAside("orders.ship.dlq", "b", 80, func(int) string { return "card declined" })
+	page := f.browser.get("/queues/orders.ship.dlq").Body.String()
+	f.So(page, should.ContainSubstring, "The counts below cover the first <strong>50</strong> of 200 messages")
+	census := f.waitJob(f.browser.post("/queues/orders.ship.dlq/census", url.Values{}))
+	f.So(census.Census.Scan.Complete(), should.BeTrue)
+	page = f.browser.get("/queues/orders.ship.dlq").Body.String()
+	f.So(page, should.ContainSubstring, "read 200 message(s), the whole queue")
+	f.So(page, should.ContainSubstring, `<td class="n">120</td><td>timeout #</td>`)
+	f.So(page, should.ContainSubstring, `<td class="n">80</td><td>card declined</td>`)
+	f.So(f.drain("orders.ship.dlq"), should.Equal, ids("a", 120, "b", 80))
+}
+
+func (f *ConsoleFixture) TestOneJobAtATimePerQueue() {
+	f.start(Options.Actions(true))
+	j := &job{Kind: jobCount, Queue: "orders.ship.dlq", done: make(chan struct{})}
+	f.So(f.console.jobs.add(j), should.BeNil)
+	f.browser.get("/")
+	csrf := f.console.csrf(f.browser.cookies[sessionCookie].Value)
+	w := f.browser.post("/queues/orders.ship.dlq/count", url.Values{"scope": {"filter"}, "csrf": {csrf}})
+	f.So(w.Code, should.Equal, http.StatusConflict)
+	f.So(w.Body.String(), should.ContainSubstring, "a count of orders.ship.dlq is running")
+	f.So(f.browser.get("/queues/orders.ship.dlq").Body.String(), should.ContainSubstring, "A count of this queue is running")
+	f.console.jobs.finish(j)
 }
