@@ -79,7 +79,8 @@ func (f *fixture) start(options ...Option) {
 			f.So(f.broker.DeclareQueue(q, memory.QueueOptions{Durable: true}), should.BeNil)
 		}
 	}
-	base := []Option{Options.Connector(f.broker), Options.Queues("orders.ship"), Options.Logger(quiet())}
+	// A budget a loaded machine meets: these tests are about what is read, not how fast.
+	base := []Option{Options.Connector(f.broker), Options.Queues("orders.ship"), Options.Logger(quiet()), Options.ScanBudget(time.Minute)}
 	f.console = New(append(base, options...)...)
 	f.browser = newBrowser(f.T(), f.console)
 }
