@@ -9,6 +9,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -157,7 +159,8 @@ func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if token == "" {
 		handler = onlyLoopbackHosts(c)
 	}
-	server := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: time.Minute, IdleTimeout: time.Minute, ErrorLog: nil}
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: time.Minute, IdleTimeout: time.Minute,
+		ErrorLog: log.New(stderr, "console: ", 0)} // through the redacting writer, as every line is
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	listening := make(chan struct{})
@@ -221,7 +224,8 @@ func consoleOptions(f consoleFlags, stderr io.Writer) ([]console.Option, func(),
 		console.Options.Connector(transport), console.Options.Queues(f.queues...),
 		console.Options.Policy(policy.WaitInBrokerFrom(f.brokerWait)), console.Options.Schedule(f.schedule),
 		console.Options.Streams(f.streams...), console.Options.Services(f.services...),
-		console.Options.Actions(f.actions), console.Options.Redact(secrets...), console.Options.Logger(warnings(stderr)),
+		console.Options.Actions(f.actions), console.Options.Redact(secrets...),
+		console.Options.Logger(slog.New(slog.NewTextHandler(stderr, nil))), // INFO: every action taken is logged
 	}
 	if management, vhost, ok := managementOf(f); ok {
 		options = append(options, console.Options.Management(management, vhost))
