@@ -3,12 +3,13 @@
 # make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
 # make bench     our stack beside the raw amqp091-go client, as ratios
 # make bench-peers  watermill beside ours and the raw client, in one run (module bench/peers)
+# make console   the operator console on http://127.0.0.1:7070/ over the example service's queues, outbox and health
 # make cluster   a three-node RabbitMQ cluster on 5681-5683 beside the default broker (make cluster-stop)
 
 GO ?= go
 PACKAGES := ./...
 
-.PHONY: all test fmt-check vet services demo bench bench-peers faults compile tidy cluster cluster-stop
+.PHONY: all test fmt-check vet services demo bench bench-peers faults compile tidy cluster cluster-stop console
 
 all: test
 
@@ -24,6 +25,12 @@ vet:
 
 test: fmt-check vet
 	$(GO) test -race -count=1 -timeout 20m $(PACKAGES)
+
+console: services
+	$(GO) run ./cmd/warrenmq console -actions \
+		-queue orders.ship -queue orders.shipped-log -queue orders.quote -stream orders.shipments \
+		-service http://127.0.0.1:8080/status \
+		-dsn 'root@tcp(127.0.0.1:3306)/test?parseTime=true' -table Messages -checkpoints stream_checkpoints
 
 cluster: services
 	@bash scripts/cluster.sh start

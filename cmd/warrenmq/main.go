@@ -13,6 +13,7 @@
 //	warrenmq replay          [-amqp URL] [filters] [-limit N] [-dry-run] [-json] QUEUE
 //	warrenmq schedule topology [-check] [-amqp URL] [-json]
 //	warrenmq queues          [-amqp URL] [-policy P] [-schedule] [-json] QUEUE ...
+//	warrenmq console         [-listen 127.0.0.1:7070] [-actions] [-queue Q]... (a web page)
 //
 // Nothing it prints carries a password: every line, on stdout and stderr,
 // errors included, passes through internal/redact with every address the
@@ -79,7 +80,8 @@ const usage = `usage:
                            [-limit N] [-deadline D] [-keep-attempts] [-dry-run] [-json] QUEUE
   warrenmq schedule topology [-check] [-amqp URL] [-timeout 10s] [-json]
   warrenmq queues          [-amqp URL] [-policy exponential:6:10s:5m] [-schedule] [-json] QUEUE ...
-  warrenmq stream tail     [-amqp URL] [-from next|first|last|OFFSET|TIME|AGO] [-limit N] [-for D] STREAM`
+  warrenmq stream tail     [-amqp URL] [-from next|first|last|OFFSET|TIME|AGO] [-limit N] [-for D] STREAM
+  warrenmq console         [-listen 127.0.0.1:7070] [-token T] [-actions] [-amqp URL] [-queue Q]... [-dsn DSN] ...`
 
 // addressVariables are the environment variables that may hold an address
 // with a password.
@@ -162,6 +164,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runQueues(ctx, args[1:], stdout, stderr)
 	case "stream":
 		return runStream(ctx, args[1:], stdout, stderr)
+	case "console":
+		return runConsole(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
