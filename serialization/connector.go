@@ -31,6 +31,10 @@ func New(inner messaging.Connector, options ...option) messaging.Connector {
 	return connector{Connector: inner, config: newConfiguration(options)}
 }
 
+// Unwrap returns the decorated connector, so messaging.As finds what the
+// transport's connector offers (whether it consumes stream queues, say).
+func (c connector) Unwrap() messaging.Connector { return c.Connector }
+
 // errNilInner reports an inner layer that returned neither a value nor an
 // error: a bug in that layer, said plainly instead of a nil dereference later.
 func errNilInner(what string) error {
@@ -100,6 +104,9 @@ type reader struct {
 	messaging.Reader
 	config *configuration
 }
+
+// Unwrap returns the decorated reader, so messaging.As finds its capabilities.
+func (r reader) Unwrap() messaging.Reader { return r.Reader }
 
 // Stream opens an inner stream and decorates it.
 func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {

@@ -14,6 +14,11 @@ type stream struct {
 	config *configuration
 }
 
+// Unwrap returns the decorated stream, so messaging.As finds its capabilities
+// (a messaging.Requeuer, say): returning one delivery to its queue needs no
+// decoding.
+func (s stream) Unwrap() messaging.Stream { return s.Stream }
+
 // Read reads the next delivery from the inner stream and decodes it. A delivery
 // that cannot be decoded is still returned, with a nil Message and Undecodable
 // set (or, with the matching Ignore* switch on, Undecodable nil). Read fails only

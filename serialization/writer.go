@@ -13,6 +13,9 @@ type writer struct {
 	config *configuration
 }
 
+// Unwrap returns the decorated writer, so messaging.As finds its capabilities.
+func (w writer) Unwrap() messaging.Writer { return w.Writer }
+
 // Write encodes every dispatch, then writes them all; see encode.
 func (w writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	encoded, err := w.config.encodeAll(dispatches)
@@ -26,6 +29,10 @@ type commitWriter struct {
 	messaging.CommitWriter
 	config *configuration
 }
+
+// Unwrap returns the decorated commit writer, so messaging.As finds its
+// capabilities.
+func (w commitWriter) Unwrap() messaging.CommitWriter { return w.CommitWriter }
 
 // Write encodes every dispatch, then writes them all; see encode.
 func (w commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
