@@ -99,6 +99,12 @@ func (c *Checker) run(ctx context.Context) error {
 	}
 }
 
+// publish sends one probe on the kept connection. A failed probe redials next
+// time, except one the broker refused because it blocked the connection
+// (a memory or disk alarm): a new connection would be blocked again at its
+// first probe, and a dial per probe only adds load to a broker short of
+// memory, so the probes fail as paused on this connection until it is
+// unblocked.
 func (c *Checker) publish(ctx context.Context) error {
 	writer, connection, err := c.link.Writer(ctx)
 	if err != nil {
@@ -115,7 +121,9 @@ func (c *Checker) publish(ctx context.Context) error {
 		err = writer.Commit()
 	}
 	if err != nil {
-		c.link.Discard(connection) // unless a later probe replaced it
+		if !errors.Is(err, messaging.ErrPublishingPaused) {
+			c.link.Discard(connection) // unless a later probe replaced it
+		}
 		return fmt.Errorf("status: probe to exchange %q: %w", c.config.topic, err)
 	}
 	return nil
