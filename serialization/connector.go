@@ -22,13 +22,14 @@ import (
 
 type connector struct {
 	messaging.Connector
-	config *configuration
+	config *config
 }
 
 // New returns a Connector over inner whose writers encode and whose streams
 // decode, as configured by options.
-func New(inner messaging.Connector, options ...option) messaging.Connector {
-	return connector{Connector: inner, config: newConfiguration(options)}
+func New(inner messaging.Connector, options ...Option) messaging.Connector {
+	c := newConfig(options)
+	return connector{Connector: inner, config: &c}
 }
 
 // Unwrap returns the decorated connector, so messaging.As finds what the
@@ -55,7 +56,7 @@ func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
 
 type connection struct {
 	messaging.Connection
-	config *configuration
+	config *config
 }
 
 // Unwrap returns the decorated connection, so messaging.As finds the
@@ -102,7 +103,7 @@ func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, e
 
 type reader struct {
 	messaging.Reader
-	config *configuration
+	config *config
 }
 
 // Unwrap returns the decorated reader, so messaging.As finds its capabilities.

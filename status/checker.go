@@ -28,7 +28,7 @@ var ErrNoConnector = errors.New("status: no connector; pass status.Options.Conne
 // Checker probes the broker. It is safe for concurrent use; probes are
 // serialised on one connection.
 type Checker struct {
-	config configuration
+	config config
 
 	probe chan struct{} // one slot: the probe in flight
 	link  *redial.Link  // the probe's connection; nil without a connector
@@ -39,8 +39,8 @@ type Checker struct {
 }
 
 // New returns a Checker. It does not connect until the first Status call.
-func New(options ...option) *Checker {
-	c := &Checker{config: newConfiguration(options), probe: make(chan struct{}, 1)}
+func New(options ...Option) *Checker {
+	c := &Checker{config: newConfig(options), probe: make(chan struct{}, 1)}
 	if c.config.connector != nil {
 		c.link = redial.New(c.config.connector, "status")
 	}
@@ -139,7 +139,7 @@ func (c *Checker) judge(err error) error {
 	if messaging.IsPermanent(err) {
 		return err
 	}
-	now := c.config.now()
+	now := time.Now()
 	if c.failingSince.IsZero() {
 		c.failingSince = now
 	}
