@@ -45,7 +45,7 @@ demo: services
 	@bash scripts/demo.sh
 
 bench: services
-	$(GO) run ./cmd/bench
+	$(GO) run ./bench
 
 bench-peers: services
 	cd bench/peers && $(GO) run .

@@ -4,21 +4,22 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+
+	"github.com/warrenmq/messaging/internal/options"
 )
 
 // Options is the entry point for configuring New:
 // serialization.Options.ReadTypes(types).
-var Options singleton
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
 
-type option func(*configuration)
+// Option configures New.
+type Option func(*config)
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type configuration struct {
+type config struct {
 	readTypes     map[string]reflect.Type
 	writeTypes    map[reflect.Type]string
 	serializer    Serializer
@@ -34,17 +35,13 @@ type configuration struct {
 	monitor Monitor
 }
 
-func newConfiguration(options []option) *configuration {
-	c := &configuration{
+func newConfig(opts []Option) config {
+	c := config{
 		readTypes:     map[string]reflect.Type{},
 		writeTypes:    map[reflect.Type]string{},
 		deserializers: map[string]Deserializer{JSONContentType: JSON{}, "": JSON{}},
 	}
-	for _, o := range options {
-		if o != nil {
-			o(c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.serializer == nil {
 		c.serializer = JSON{}
 	}
@@ -59,9 +56,10 @@ func newConfiguration(options []option) *configuration {
 
 // ReadTypes maps wire type names (Delivery.MessageType) to the Go types they
 // decode into. A struct type decodes to a value, a pointer type to a pointer.
-// Repeated calls add to the map; the map is copied.
-func (singleton) ReadTypes(types map[string]reflect.Type) option {
-	return func(c *configuration) {
+// Repeated calls add to the map; the map is copied. Default: none, so every
+// delivery is undecodable (an unknown message type) until its type is added.
+func (OptionSet) ReadTypes(types map[string]reflect.Type) Option {
+	return func(c *config) {
 		for name, t := range types {
 			if t != nil {
 				c.readTypes[name] = t
@@ -71,19 +69,20 @@ func (singleton) ReadTypes(types map[string]reflect.Type) option {
 }
 
 // TopicFromType says whether an empty Dispatch.Topic becomes the message's
-// type name (true, the default, as the core seed has it). With false the
+// type name (true, the default, as smarty/messaging v4 has it). With false the
 // address is left as written: an empty Topic stays the default exchange, so a
 // reply or a hop can go straight to a queue named by its RoutingKey.
-func (singleton) TopicFromType(enabled bool) option {
-	return func(c *configuration) { c.keepAddress = !enabled }
+func (OptionSet) TopicFromType(enabled bool) Option {
+	return func(c *config) { c.keepAddress = !enabled }
 }
 
 // WriteTypes maps Go types to the wire type names written to
 // Dispatch.MessageType (and to Topic when it is empty). A message may be a value
 // or a pointer of a registered type. Repeated calls add to the map; the map is
-// copied.
-func (singleton) WriteTypes(types map[reflect.Type]string) option {
-	return func(c *configuration) {
+// copied. Default: none, so writing a Message fails (ErrUnknownWriteType) until
+// its type is added; a dispatch with a Payload and no Message passes unchanged.
+func (OptionSet) WriteTypes(types map[reflect.Type]string) Option {
+	return func(c *config) {
 		for t, name := range types {
 			if t != nil {
 				c.writeTypes[t] = name
@@ -94,8 +93,8 @@ func (singleton) WriteTypes(types map[reflect.Type]string) option {
 
 // Serializer sets the encoder used on write (default JSON). Register a matching
 // Deserializer with AddDeserializer for the read side.
-func (singleton) Serializer(serializer Serializer) option {
-	return func(c *configuration) {
+func (OptionSet) Serializer(serializer Serializer) Option {
+	return func(c *config) {
 		if serializer != nil {
 			c.serializer = serializer
 		}
@@ -105,9 +104,10 @@ func (singleton) Serializer(serializer Serializer) option {
 // AddDeserializer registers deserializer for contentTypes. Content types are
 // matched without parameters and case ("application/json; charset=utf-8" is
 // "application/json"). With no contentTypes, a deserializer that is also a
-// Serializer is registered for its own ContentType.
-func (singleton) AddDeserializer(deserializer Deserializer, contentTypes ...string) option {
-	return func(c *configuration) {
+// Serializer is registered for its own ContentType. Default: JSON for
+// application/json and for a delivery without a content type.
+func (OptionSet) AddDeserializer(deserializer Deserializer, contentTypes ...string) Option {
+	return func(c *config) {
 		if deserializer == nil {
 			return
 		}
@@ -126,8 +126,8 @@ func (singleton) AddDeserializer(deserializer Deserializer, contentTypes ...stri
 // type is read with a nil Message and Delivery.Undecodable set to
 // messaging.ErrFiltered, which the runtime acknowledges without handling or
 // parking. A nil or empty map (the default) allows every type.
-func (singleton) AllowedTypes(types map[string]struct{}) option {
-	return func(c *configuration) {
+func (OptionSet) AllowedTypes(types map[string]struct{}) Option {
+	return func(c *config) {
 		if len(types) == 0 {
 			c.allowed = nil
 			return
@@ -142,33 +142,29 @@ func (singleton) AllowedTypes(types map[string]struct{}) option {
 // IgnoreUnknownMessageTypes, when on, delivers a message whose type is not in
 // ReadTypes with a nil Message (and a WARN log line) instead of marking it
 // undecodable, which makes the runtime park it. Default off.
-func (singleton) IgnoreUnknownMessageTypes(ignore bool) option {
-	return func(c *configuration) { c.ignoreUnknownMessageTypes = ignore }
+func (OptionSet) IgnoreUnknownMessageTypes(ignore bool) Option {
+	return func(c *config) { c.ignoreUnknownMessageTypes = ignore }
 }
 
 // IgnoreUnknownContentTypes, when on, delivers a message whose content type has
 // no deserializer with a nil Message (and a WARN log line) instead of marking it
 // undecodable. Default off.
-func (singleton) IgnoreUnknownContentTypes(ignore bool) option {
-	return func(c *configuration) { c.ignoreUnknownContentTypes = ignore }
+func (OptionSet) IgnoreUnknownContentTypes(ignore bool) Option {
+	return func(c *config) { c.ignoreUnknownContentTypes = ignore }
 }
 
 // IgnoreDeserializationErrors, when on, delivers a message whose payload does not
 // decode with a nil Message (and a WARN log line) instead of marking it
 // undecodable. Default off.
-func (singleton) IgnoreDeserializationErrors(ignore bool) option {
-	return func(c *configuration) { c.ignoreDeserializationErrors = ignore }
+func (OptionSet) IgnoreDeserializationErrors(ignore bool) Option {
+	return func(c *config) { c.ignoreDeserializationErrors = ignore }
 }
 
 // Logger sets the logger for ignored decoding failures (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *configuration) { c.logger = logger }
-}
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // Monitor sets the encode and decode callbacks (default NopMonitor).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *configuration) { c.monitor = monitor }
-}
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
 // normalizeContentType drops parameters, surrounding space and case.
 func normalizeContentType(contentType string) string {

@@ -22,14 +22,19 @@ import (
 
 type connector struct {
 	messaging.Connector
-	config *configuration
+	config *config
 }
 
 // New returns a Connector over inner whose writers encode and whose streams
 // decode, as configured by options.
-func New(inner messaging.Connector, options ...option) messaging.Connector {
-	return connector{Connector: inner, config: newConfiguration(options)}
+func New(inner messaging.Connector, options ...Option) messaging.Connector {
+	c := newConfig(options)
+	return connector{Connector: inner, config: &c}
 }
+
+// Unwrap returns the decorated connector, so messaging.As finds what the
+// transport's connector offers (whether it consumes stream queues, say).
+func (c connector) Unwrap() messaging.Connector { return c.Connector }
 
 // errNilInner reports an inner layer that returned neither a value nor an
 // error: a bug in that layer, said plainly instead of a nil dereference later.
@@ -51,7 +56,7 @@ func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
 
 type connection struct {
 	messaging.Connection
-	config *configuration
+	config *config
 }
 
 // Unwrap returns the decorated connection, so messaging.As finds the
@@ -98,8 +103,11 @@ func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, e
 
 type reader struct {
 	messaging.Reader
-	config *configuration
+	config *config
 }
+
+// Unwrap returns the decorated reader, so messaging.As finds its capabilities.
+func (r reader) Unwrap() messaging.Reader { return r.Reader }
 
 // Stream opens an inner stream and decorates it.
 func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {

@@ -11,8 +11,13 @@ import (
 
 type stream struct {
 	messaging.Stream
-	config *configuration
+	config *config
 }
+
+// Unwrap returns the decorated stream, so messaging.As finds its capabilities
+// (a messaging.Requeuer, say): returning one delivery to its queue needs no
+// decoding.
+func (s stream) Unwrap() messaging.Stream { return s.Stream }
 
 // Read reads the next delivery from the inner stream and decodes it. A delivery
 // that cannot be decoded is still returned, with a nil Message and Undecodable
@@ -28,7 +33,7 @@ func (s stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 
 // decode sets delivery.Message, or delivery.Undecodable, from its payload. An
 // Undecodable already set by the inner stream is kept.
-func (c *configuration) decode(ctx context.Context, delivery *messaging.Delivery) {
+func (c *config) decode(ctx context.Context, delivery *messaging.Delivery) {
 	delivery.Message = nil
 	if delivery.Undecodable != nil {
 		return
@@ -73,7 +78,7 @@ func (c *configuration) decode(ctx context.Context, delivery *messaging.Delivery
 
 // fail reports err and either marks delivery undecodable or, when ignore is on,
 // logs a WARN and leaves it to reach the handler with a nil Message.
-func (c *configuration) fail(ctx context.Context, delivery *messaging.Delivery, ignore bool, err error) {
+func (c *config) fail(ctx context.Context, delivery *messaging.Delivery, ignore bool, err error) {
 	c.monitor.MessageDecoded(err)
 	if !ignore {
 		delivery.Undecodable = err

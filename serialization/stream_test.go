@@ -24,14 +24,14 @@ type StreamFixture struct {
 	inner   *fakeConnector
 	monitor *fakeMonitor
 	logs    *bytes.Buffer
-	options []option
+	options []Option
 }
 
 func (f *StreamFixture) Setup() {
 	f.inner = newFakeConnector()
 	f.monitor = &fakeMonitor{}
 	f.logs = &bytes.Buffer{}
-	f.options = []option{
+	f.options = []Option{
 		Options.ReadTypes(map[string]reflect.Type{
 			"order-placed":  reflect.TypeOf(orderPlaced{}),
 			"order-shipped": reflect.TypeOf(&orderShipped{}),
@@ -41,7 +41,7 @@ func (f *StreamFixture) Setup() {
 	}
 }
 
-func (f *StreamFixture) stream(extra ...option) messaging.Stream {
+func (f *StreamFixture) stream(extra ...Option) messaging.Stream {
 	ctx := context.Background()
 	connection, err := New(f.inner, append(f.options, extra...)...).Connect(ctx)
 	f.So(err, should.BeNil)
@@ -52,7 +52,7 @@ func (f *StreamFixture) stream(extra ...option) messaging.Stream {
 	return stream
 }
 
-func (f *StreamFixture) read(delivery messaging.Delivery, extra ...option) messaging.Delivery {
+func (f *StreamFixture) read(delivery messaging.Delivery, extra ...Option) messaging.Delivery {
 	f.inner.connection.reader.stream.deliveries = []messaging.Delivery{delivery}
 	var got messaging.Delivery
 	f.So(f.stream(extra...).Read(context.Background(), &got), should.BeNil)
@@ -160,7 +160,7 @@ func (f *StreamFixture) TestAnEmptyAllowedTypesAllowsEverything() {
 }
 
 func (f *StreamFixture) TestACustomDeserializerIsPickedByContentType() {
-	extra := []option{
+	extra := []Option{
 		Options.ReadTypes(map[string]reflect.Type{"upper": reflect.TypeOf(orderShipped{})}),
 		Options.AddDeserializer(upperSerializer{}),
 	}

@@ -10,8 +10,11 @@ import (
 
 type writer struct {
 	messaging.Writer
-	config *configuration
+	config *config
 }
+
+// Unwrap returns the decorated writer, so messaging.As finds its capabilities.
+func (w writer) Unwrap() messaging.Writer { return w.Writer }
 
 // Write encodes every dispatch, then writes them all; see encode.
 func (w writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
@@ -24,8 +27,12 @@ func (w writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (in
 
 type commitWriter struct {
 	messaging.CommitWriter
-	config *configuration
+	config *config
 }
+
+// Unwrap returns the decorated commit writer, so messaging.As finds its
+// capabilities.
+func (w commitWriter) Unwrap() messaging.CommitWriter { return w.CommitWriter }
 
 // Write encodes every dispatch, then writes them all; see encode.
 func (w commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
@@ -38,7 +45,7 @@ func (w commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatc
 
 // encodeAll returns encoded copies of dispatches, leaving the caller's slice
 // untouched. When any one fails, it returns the error and nothing is written.
-func (c *configuration) encodeAll(dispatches []messaging.Dispatch) ([]messaging.Dispatch, error) {
+func (c *config) encodeAll(dispatches []messaging.Dispatch) ([]messaging.Dispatch, error) {
 	encoded := make([]messaging.Dispatch, len(dispatches))
 	for i, dispatch := range dispatches {
 		if dispatch.Message == nil {
@@ -57,7 +64,7 @@ func (c *configuration) encodeAll(dispatches []messaging.Dispatch) ([]messaging.
 
 // encode fills Payload, ContentType and MessageType from Message, and Topic from
 // the type name when it is empty (unless Options.TopicFromType(false)).
-func (c *configuration) encode(dispatch *messaging.Dispatch) error {
+func (c *config) encode(dispatch *messaging.Dispatch) error {
 	name, ok := c.writeTypeName(dispatch.Message)
 	if !ok {
 		return fmt.Errorf("%w: %T; add it to serialization.Options.WriteTypes", ErrUnknownWriteType, dispatch.Message)
@@ -77,7 +84,7 @@ func (c *configuration) encode(dispatch *messaging.Dispatch) error {
 
 // writeTypeName finds message's wire name, accepting a value of a registered
 // pointer type and a pointer to a registered value type.
-func (c *configuration) writeTypeName(message any) (string, bool) {
+func (c *config) writeTypeName(message any) (string, bool) {
 	t := reflect.TypeOf(message)
 	if name, ok := c.writeTypes[t]; ok {
 		return name, true
@@ -94,7 +101,7 @@ func (c *configuration) writeTypeName(message any) (string, bool) {
 }
 
 // serialize runs the serializer, turning a panic into an error.
-func (c *configuration) serialize(message any) (payload []byte, err error) {
+func (c *config) serialize(message any) (payload []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the serializer panicked: %v", r)

@@ -24,13 +24,13 @@ type WriterFixture struct {
 
 	inner   *fakeConnector
 	monitor *fakeMonitor
-	options []option
+	options []Option
 }
 
 func (f *WriterFixture) Setup() {
 	f.inner = newFakeConnector()
 	f.monitor = &fakeMonitor{}
-	f.options = []option{
+	f.options = []Option{
 		Options.WriteTypes(map[reflect.Type]string{
 			reflect.TypeOf(orderPlaced{}):   "order-placed",
 			reflect.TypeOf(&orderShipped{}): "order-shipped",
@@ -39,7 +39,7 @@ func (f *WriterFixture) Setup() {
 	}
 }
 
-func (f *WriterFixture) writer(extra ...option) messaging.Writer {
+func (f *WriterFixture) writer(extra ...Option) messaging.Writer {
 	connection, err := New(f.inner, append(f.options, extra...)...).Connect(context.Background())
 	f.So(err, should.BeNil)
 	writer, err := connection.Writer(context.Background())

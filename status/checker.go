@@ -28,7 +28,7 @@ var ErrNoConnector = errors.New("status: no connector; pass status.Options.Conne
 // Checker probes the broker. It is safe for concurrent use; probes are
 // serialised on one connection.
 type Checker struct {
-	config configuration
+	config config
 
 	probe chan struct{} // one slot: the probe in flight
 	link  *redial.Link  // the probe's connection; nil without a connector
@@ -39,8 +39,8 @@ type Checker struct {
 }
 
 // New returns a Checker. It does not connect until the first Status call.
-func New(options ...option) *Checker {
-	c := &Checker{config: newConfiguration(options), probe: make(chan struct{}, 1)}
+func New(options ...Option) *Checker {
+	c := &Checker{config: newConfig(options), probe: make(chan struct{}, 1)}
 	if c.config.connector != nil {
 		c.link = redial.New(c.config.connector, "status")
 	}
@@ -99,6 +99,12 @@ func (c *Checker) run(ctx context.Context) error {
 	}
 }
 
+// publish sends one probe on the kept connection. A failed probe redials next
+// time, except one the broker refused because it blocked the connection
+// (a memory or disk alarm): a new connection would be blocked again at its
+// first probe, and a dial per probe only adds load to a broker short of
+// memory, so the probes fail as paused on this connection until it is
+// unblocked.
 func (c *Checker) publish(ctx context.Context) error {
 	writer, connection, err := c.link.Writer(ctx)
 	if err != nil {
@@ -115,7 +121,9 @@ func (c *Checker) publish(ctx context.Context) error {
 		err = writer.Commit()
 	}
 	if err != nil {
-		c.link.Discard(connection) // unless a later probe replaced it
+		if !errors.Is(err, messaging.ErrPublishingPaused) {
+			c.link.Discard(connection) // unless a later probe replaced it
+		}
 		return fmt.Errorf("status: probe to exchange %q: %w", c.config.topic, err)
 	}
 	return nil
@@ -131,7 +139,7 @@ func (c *Checker) judge(err error) error {
 	if messaging.IsPermanent(err) {
 		return err
 	}
-	now := c.config.now()
+	now := time.Now()
 	if c.failingSince.IsZero() {
 		c.failingSince = now
 	}

@@ -95,6 +95,16 @@ func (f *CheckerFixture) TestFailedProbeRedialsNextTime() {
 	f.So(f.connector.connects, should.Equal, 2)
 }
 
+func (f *CheckerFixture) TestABlockedConnectionIsKeptThroughTheAlarm() {
+	f.connector.commitErr = fmt.Errorf("%w (reason: low on memory): %w", messaging.ErrPublishingPaused, messaging.ErrArrivalUnknown)
+	_ = f.checker.Status(context.Background())
+	_ = f.checker.Status(context.Background())
+	f.So(f.connector.closedCount(), should.Equal, 0)
+	f.connector.commitErr = nil
+	f.So(f.checker.Status(context.Background()), should.BeNil)
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
 func (f *CheckerFixture) TestSuccessResetsTheWindow() {
 	f.inBubble(func() {
 		f.connector.commitErr = errors.New("blip")

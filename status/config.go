@@ -6,16 +6,27 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/options"
 )
 
-type configuration struct {
+// Options is the entry point for configuring New:
+// status.Options.Connector(transport).
+var Options OptionSet
+
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
 	connector        messaging.Connector
 	topic            string
 	routingKey       string
 	failureTolerance time.Duration
 	severTimeout     time.Duration
 	logger           *slog.Logger
-	now              func() time.Time
 	checks           []namedCheck
 	checkTimeout     time.Duration
 	secrets          []string
@@ -26,81 +37,9 @@ type namedCheck struct {
 	check func(context.Context) error
 }
 
-type option func(*configuration)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type singleton struct{}
-
-// Options configures New.
-var Options singleton
-
-// Connector is the transport the probe publishes through (required).
-func (singleton) Connector(value messaging.Connector) option {
-	return func(c *configuration) { c.connector = value }
-}
-
-// Topic is the exchange the probe publishes to; default amq.direct, which every
-// RabbitMQ vhost has. A probe to a missing exchange fails at once (404).
-func (singleton) Topic(value string) option {
-	return func(c *configuration) { c.topic = value }
-}
-
-// RoutingKey is the probe's routing key; default "warrenmq-status-probe". Nothing
-// needs to be bound to it: the probe is not mandatory.
-func (singleton) RoutingKey(value string) option {
-	return func(c *configuration) { c.routingKey = value }
-}
-
-// FailureTolerance is how long consecutive failures are logged and tolerated
-// before Status returns them; default 30 s. Zero or negative means the default.
-func (singleton) FailureTolerance(value time.Duration) option {
-	return func(c *configuration) { c.failureTolerance = value }
-}
-
-// SeverTimeout is how long Status waits for a stalled probe to return after the
-// caller's context ended and the connection was severed; default 5 s.
-func (singleton) SeverTimeout(value time.Duration) option {
-	return func(c *configuration) { c.severTimeout = value }
-}
-
-// Logger receives the WARN lines for tolerated failures; default slog.Default().
-func (singleton) Logger(value *slog.Logger) option {
-	return func(c *configuration) { c.logger = value }
-}
-
-// Check adds a dependency to Report under name: check returns nil when the
-// dependency answers (for a database, a ping), and must honour its context,
-// which ends after CheckTimeout. A failing check fails the report at once.
-func (singleton) Check(name string, check func(ctx context.Context) error) option {
-	return func(c *configuration) {
-		if check != nil {
-			c.checks = append(c.checks, namedCheck{name: name, check: check})
-		}
-	}
-}
-
-// CheckTimeout bounds each check of Report, the broker probe included; default
-// 5 s. Zero or negative means the default.
-func (singleton) CheckTimeout(value time.Duration) option {
-	return func(c *configuration) { c.checkTimeout = value }
-}
-
-// Redact names addresses (the broker's, a database DSN) whose passwords must
-// never appear in what the checker returns, logs or reports; each is masked as
-// given and percent-decoded, with internal/redact, which does not need the
-// address to parse.
-func (singleton) Redact(addresses ...string) option {
-	return func(c *configuration) { c.secrets = append(c.secrets, addresses...) }
-}
-
-func newConfiguration(options []option) configuration {
-	c := configuration{}
-	for _, option := range options {
-		option(&c)
-	}
+func newConfig(opts []Option) config {
+	c := config{}
+	options.Apply(&c, opts)
 	if c.topic == "" {
 		c.topic = "amq.direct"
 	}
@@ -119,8 +58,61 @@ func newConfiguration(options []option) configuration {
 	if c.checkTimeout <= 0 {
 		c.checkTimeout = 5 * time.Second
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
 	return c
+}
+
+// Connector is the transport the probe publishes through. Required: there is
+// no default, and without it Status and Probe return ErrNoConnector.
+func (OptionSet) Connector(value messaging.Connector) Option {
+	return func(c *config) { c.connector = value }
+}
+
+// Topic is the exchange the probe publishes to; default amq.direct, which every
+// RabbitMQ vhost has. A probe to a missing exchange fails at once (404).
+func (OptionSet) Topic(value string) Option { return func(c *config) { c.topic = value } }
+
+// RoutingKey is the probe's routing key; default "warrenmq-status-probe". Nothing
+// needs to be bound to it: the probe is not mandatory.
+func (OptionSet) RoutingKey(value string) Option { return func(c *config) { c.routingKey = value } }
+
+// FailureTolerance is how long consecutive failures are logged and tolerated
+// before Status returns them; default 30 s. Zero or negative means the default.
+func (OptionSet) FailureTolerance(value time.Duration) Option {
+	return func(c *config) { c.failureTolerance = value }
+}
+
+// SeverTimeout is how long Status waits for a stalled probe to return after the
+// caller's context ended and the connection was severed; default 5 s. Zero or
+// negative means the default.
+func (OptionSet) SeverTimeout(value time.Duration) Option {
+	return func(c *config) { c.severTimeout = value }
+}
+
+// Logger receives the WARN lines for tolerated failures; default slog.Default().
+func (OptionSet) Logger(value *slog.Logger) Option { return func(c *config) { c.logger = value } }
+
+// Check adds a dependency to Report under name: check returns nil when the
+// dependency answers (for a database, a ping), and must honour its context,
+// which ends after CheckTimeout. A failing check fails the report at once.
+// Default: none; Report then holds the broker probe alone.
+func (OptionSet) Check(name string, check func(ctx context.Context) error) Option {
+	return func(c *config) {
+		if check != nil {
+			c.checks = append(c.checks, namedCheck{name: name, check: check})
+		}
+	}
+}
+
+// CheckTimeout bounds each check of Report, the broker probe included; default
+// 5 s. Zero or negative means the default.
+func (OptionSet) CheckTimeout(value time.Duration) Option {
+	return func(c *config) { c.checkTimeout = value }
+}
+
+// Redact names addresses (the broker's, a database DSN) whose passwords must
+// never appear in what the checker returns, logs or reports; each is masked as
+// given and percent-decoded, with internal/redact, which does not need the
+// address to parse. Default: none.
+func (OptionSet) Redact(addresses ...string) Option {
+	return func(c *config) { c.secrets = append(c.secrets, addresses...) }
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -106,15 +107,13 @@ func (c *child) wait(t *testing.T, bound time.Duration) int {
 // waitFor waits (bounded) until the output matches pattern and returns the match.
 func (c *child) waitFor(t *testing.T, pattern *regexp.Regexp, bound time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
-		if match := pattern.FindStringSubmatch(c.output()); match != nil {
-			return match
-		}
-		time.Sleep(20 * time.Millisecond) // polling a real process's output
-	}
-	t.Fatalf("the service did not print %s within %s; it printed:\n%s", pattern, bound, c.output())
-	return nil
+	var match []string
+	eventually(t, bound, 20*time.Millisecond, fmt.Sprintf("the service to print %s", pattern), func() (bool, string) {
+		output := c.output()
+		match = pattern.FindStringSubmatch(output)
+		return match != nil, "it printed:\n" + output
+	})
+	return match
 }
 
 // TestAPermanentFaultAtStartStopsTheServiceWithoutPrintingThePassword: each
@@ -202,22 +201,12 @@ func TestARunningServicePrintsNoPassword(t *testing.T) {
 	if closed == 0 {
 		t.Fatal("found no connection of the service's user to sever")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(service.output()) == logged && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // waiting for the reconnect's log lines
-	}
-	if len(service.output()) == logged {
-		t.Fatalf("the service logged nothing after its %d connections were severed", closed)
-	}
-	deadline = time.Now().Add(20 * time.Second)
-	code := record(get(t, client, base+"/status")).code
-	for code != http.StatusOK && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond) // the service reconnecting
-		code = record(get(t, client, base+"/status")).code
-	}
-	if code != http.StatusOK {
-		t.Fatalf("/status was %d 20 s after the service's connections were severed; want 200 once it reconnected", code)
-	}
+	eventually(t, 20*time.Second, 20*time.Millisecond, fmt.Sprintf("the service to log its reconnect after its %d connections were severed", closed),
+		func() (bool, string) { return len(service.output()) > logged, "it logged nothing more" })
+	eventually(t, 20*time.Second, 100*time.Millisecond, "/status to answer 200 once the service reconnected", func() (bool, string) {
+		code := record(get(t, client, base+"/status")).code
+		return code == http.StatusOK, fmt.Sprintf("/status answered %d", code)
+	})
 
 	if err := service.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

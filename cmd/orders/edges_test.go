@@ -229,13 +229,10 @@ func TestSlowClientsAreDroppedAfterTheReadTimeout(t *testing.T) {
 	conns = append(conns, idle)
 	fmt.Fprintf(idle, "GET /orders/none HTTP/1.1\r\nHost: orders\r\n\r\n")
 	held := 0
-	for deadline := time.Now().Add(2 * time.Second); held < clients && time.Now().Before(deadline); {
+	eventually(t, 2*time.Second, 5*time.Millisecond, "the slow clients to hold the server's goroutines (else the test did not load the server)", func() (bool, string) {
 		held = max(held, servingGoroutines())
-		time.Sleep(5 * time.Millisecond) // sampling the server's goroutines
-	}
-	if held < clients*9/10 {
-		t.Fatalf("the slow clients held only %d server goroutines; the test did not load the server", held)
-	}
+		return held >= clients*9/10, fmt.Sprintf("they held at most %d of %d", held, clients)
+	})
 
 	// Every connection must be answered (408 for the slow bodies) and closed
 	// by the server, well before the clients' own 10 s deadline.
@@ -261,13 +258,10 @@ func TestSlowClientsAreDroppedAfterTheReadTimeout(t *testing.T) {
 	if dropped > 5*time.Second {
 		t.Errorf("the server took %s to drop clients it should drop after 0.5 s", dropped)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for servingGoroutines() > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // goroutines ending after their connections closed
-	}
-	if after := servingGoroutines(); after > 0 {
-		t.Errorf("%d connection goroutines left after the clients were dropped", after)
-	}
+	eventually(t, 5*time.Second, 10*time.Millisecond, "the connection goroutines to end after the clients were dropped", func() (bool, string) {
+		after := servingGoroutines()
+		return after == 0, fmt.Sprintf("%d are left", after)
+	})
 	t.Logf("%d slow clients held %d goroutines; they and 1 idle client were dropped after %s (read timeout %s, idle timeout %s)",
 		clients, held, dropped.Round(time.Millisecond), limits.readTimeout, limits.idleTimeout)
 }

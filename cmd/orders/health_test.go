@@ -89,21 +89,16 @@ func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 // returns that report; /status must answer 200 exactly when it is healthy.
 func waitForStatus(t *testing.T, client *http.Client, base string, bound time.Duration, done func(status.Report) bool) status.Report {
 	t.Helper()
-	var last response
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
-		last = get(t, client, base+"/status")
-		report := decodeReport(t, last.body)
+	var report status.Report
+	eventually(t, bound, 100*time.Millisecond, "/status to reach the expected state", func() (bool, string) {
+		last := get(t, client, base+"/status")
+		report = decodeReport(t, last.body)
 		if (last.code == http.StatusOK) != report.Healthy() {
 			t.Fatalf("/status answered %d for a report %s", last.code, last.body)
 		}
-		if done(report) {
-			return report
-		}
-		time.Sleep(100 * time.Millisecond) // polling a real service
-	}
-	t.Fatalf("/status did not reach the expected state within %s; last %d %s", bound, last.code, last.body)
-	return status.Report{}
+		return done(report), fmt.Sprintf("the last answer was %d %s", last.code, last.body)
+	})
+	return report
 }
 
 // publishOrderPlaced publishes an order-placed message straight to the broker,

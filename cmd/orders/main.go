@@ -19,7 +19,7 @@
 // transaction through the outbox. A consumer handles order-placed inside a
 // transaction, marks the order shipped and publishes order-shipped through the
 // outbox; a second consumer records order-shipped. SIGINT or SIGTERM stops it
-// in the seed's order: HTTP, then the consumer, then the outbox dispatcher.
+// in order: HTTP, then the consumer, then the outbox dispatcher.
 package main
 
 import (
@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"reflect"
@@ -95,51 +94,6 @@ type settings struct {
 	server serverLimits
 }
 
-// serverLimits bounds what one HTTP client can hold: a client that sends its
-// headers or body slowly, or keeps an idle connection, is dropped after these.
-type serverLimits struct {
-	readHeaderTimeout time.Duration
-	readTimeout       time.Duration // the whole request, body included
-	writeTimeout      time.Duration // from the end of the headers to the end of the response
-	idleTimeout       time.Duration
-	maxHeaderBytes    int
-	maxBodyBytes      int64
-}
-
-// withDefaults fills zero or negative fields. The write timeout is longer than
-// the 10 s an order may take to store, so a slow database gets a 503, not a
-// dropped connection.
-func (l serverLimits) withDefaults() serverLimits {
-	set := func(value *time.Duration, fallback time.Duration) {
-		if *value <= 0 {
-			*value = fallback
-		}
-	}
-	set(&l.readHeaderTimeout, 5*time.Second)
-	set(&l.readTimeout, 10*time.Second)
-	set(&l.writeTimeout, 15*time.Second)
-	set(&l.idleTimeout, 60*time.Second)
-	if l.maxHeaderBytes <= 0 {
-		l.maxHeaderBytes = 16 << 10
-	}
-	if l.maxBodyBytes <= 0 {
-		l.maxBodyBytes = 16 << 10
-	}
-	return l
-}
-
-func newServer(handler http.Handler, limits serverLimits, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: limits.readHeaderTimeout,
-		ReadTimeout:       limits.readTimeout,
-		WriteTimeout:      limits.writeTimeout,
-		IdleTimeout:       limits.idleTimeout,
-		MaxHeaderBytes:    limits.maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
 func main() {
 	s := settings{}
 	flag.Func("amqp", "RabbitMQ address; give it once per node of a cluster, tried in order (env ORDERS_AMQP, addresses separated by spaces; default amqp://guest:guest@127.0.0.1:5672/)", func(value string) error {
@@ -166,63 +120,148 @@ func main() {
 	}
 }
 
+// run builds the service in the order the library composes and serves until
+// ctx ends; it returns an error only for a fault at start.
 func run(ctx context.Context, s settings, logger *slog.Logger) error {
-	logger = slog.New(newRedactingHandler(logger.Handler(), s.secrets()...))
-	s.server = s.server.withDefaults()
-	if err := checkAddresses(s); err != nil {
+	svc := &service{settings: s, logger: slog.New(newRedactingHandler(logger.Handler(), s.secrets()...))}
+	svc.settings.server = s.server.withDefaults()
+	defer svc.release()
+	if err := svc.build(ctx); err != nil {
 		return err
 	}
-	if err := preflight(s); err != nil {
+	return svc.serve(ctx)
+}
+
+// service holds the parts of the running service, each made by one step of
+// build; release undoes the steps that hold something, last first.
+type service struct {
+	settings settings
+	logger   *slog.Logger
+	releases []func()
+
+	db       *sql.DB
+	registry *prom.Registry
+	metrics  *prometheus.Metrics
+	tracing  *tracer
+
+	transport        messaging.Connector
+	outbox           messaging.Connector
+	dispatcher       messaging.ListenCloser
+	encodedTransport messaging.Connector
+	encodedOutbox    messaging.Connector
+	shipper          messaging.Handler
+	recorder         messaging.Handler
+	consumer         *streaming.Consumer
+	orders           *ordersAPI
+	stopQuotes       func()
+}
+
+// build makes each part, in the order of the README's architecture.
+func (svc *service) build(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{
+		svc.checkSettings,
+		svc.openDatabase,
+		svc.openMetrics,
+		svc.startTracing,
+		svc.openTransport,    // 1. the transport
+		svc.openOutbox,       // 2. the outbox over it
+		svc.encode,           // 3. serialization on each side
+		svc.buildHandlers,    // 4. transaction, retry, settlement
+		svc.buildConsumer,    // 5. the consumer runtime
+		svc.openAPI,          // 6. health and the HTTP API
+		svc.startShipmentLog, // 7. the stream projection
+		svc.startQuotes,      // 8. request and reply
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onRelease remembers what release must undo.
+func (svc *service) onRelease(undo func()) { svc.releases = append(svc.releases, undo) }
+
+// release undoes every step that holds something, last first.
+func (svc *service) release() {
+	for i := len(svc.releases) - 1; i >= 0; i-- {
+		svc.releases[i]()
+	}
+}
+
+// checkSettings refuses addresses that do not parse and services that are
+// not reachable, before anything dials for real.
+func (svc *service) checkSettings(context.Context) error {
+	if err := checkAddresses(svc.settings); err != nil {
 		return err
 	}
-	db, err := sql.Open("mysql", s.dsn)
+	return preflight(svc.settings)
+}
+
+// openDatabase opens MariaDB, checks it answers and creates the tables.
+func (svc *service) openDatabase(ctx context.Context) error {
+	db, err := sql.Open("mysql", svc.settings.dsn)
 	if err != nil {
 		return fmt.Errorf("open the database: %w", err)
 	}
-	defer db.Close()
-	if err := checkDatabase(ctx, db, s.dsn); err != nil {
+	svc.db = db
+	svc.onRelease(func() { _ = db.Close() })
+	if err := checkDatabase(ctx, db, svc.settings.dsn); err != nil {
 		return err
 	}
-	if err := createTables(ctx, db); err != nil {
-		return err
-	}
+	return createTables(ctx, db)
+}
 
-	registry := prom.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector())
-	metrics, err := prometheus.New(registry, shipQueue, shippedQueue, quoteQueue)
+// openMetrics registers the monitors every part reports to.
+func (svc *service) openMetrics(context.Context) error {
+	svc.registry = prom.NewRegistry()
+	svc.registry.MustRegister(collectors.NewGoCollector())
+	metrics, err := prometheus.New(svc.registry, shipQueue, shippedQueue, quoteQueue)
 	if err != nil {
 		return fmt.Errorf("register metrics: %w", err)
 	}
+	svc.metrics = metrics
+	return nil
+}
 
-	tracing, err := startTracing(ctx, s.trace, logger)
+// startTracing sets up what -trace asks for.
+func (svc *service) startTracing(ctx context.Context) error {
+	tracing, err := startTracing(ctx, svc.settings.trace, svc.logger)
 	if err != nil {
 		return err
 	}
-	defer tracing.stop()
+	svc.tracing = tracing
+	svc.onRelease(tracing.stop)
+	return nil
+}
 
-	// 1. The transport.
-	transport := tracing.transport(rabbitmq.New(
-		rabbitmq.Options.Addresses(s.addresses()...),
+// 1. The transport, checked with one connection at start.
+func (svc *service) openTransport(ctx context.Context) error {
+	svc.transport = svc.tracing.transport(rabbitmq.New(
+		rabbitmq.Options.Addresses(svc.settings.addresses()...),
 		rabbitmq.Options.ConnectionName("orders-example"),
-		rabbitmq.Options.Monitor(metrics.Transport()),
-		rabbitmq.Options.Logger(logger),
+		rabbitmq.Options.Monitor(svc.metrics.Transport()),
+		rabbitmq.Options.Logger(svc.logger),
 	))
-	defer transport.Close()
-	if err := checkBroker(ctx, transport, s.addresses(), logger); err != nil {
-		return err
-	}
+	svc.onRelease(func() { _ = svc.transport.Close() })
+	return checkBroker(ctx, svc.transport, svc.settings.addresses(), svc.logger)
+}
 
-	// 2. The outbox wraps the raw transport: a Connector for writing in SQL
-	//    transactions, and the dispatcher that publishes the stored rows.
-	outbox, dispatcher := sqlmq.New(transport,
-		sqlmq.Options.StorageHandle(db),
+// 2. The outbox wraps the raw transport: a Connector for writing in SQL
+// transactions, and the dispatcher that publishes the stored rows.
+func (svc *service) openOutbox(context.Context) error {
+	svc.outbox, svc.dispatcher = sqlmq.New(svc.transport,
+		sqlmq.Options.StorageHandle(svc.db),
 		sqlmq.Options.RetryTimeout(time.Second),
-		sqlmq.Options.Monitor(metrics.Outbox()),
-		sqlmq.Options.Logger(logger),
+		sqlmq.Options.Monitor(svc.metrics.Outbox()),
+		sqlmq.Options.Logger(svc.logger),
 	)
+	return nil
+}
 
-	// 3. Serialization wraps each side: the transport for consuming (decode)
-	//    and the outbox for writing (encode before the row is stored).
+// 3. Serialization wraps each side: the transport for consuming (decode) and
+// the outbox for writing (encode before the row is stored).
+func (svc *service) encode(context.Context) error {
 	readTypes := map[string]reflect.Type{
 		placedTopic:  reflect.TypeOf(OrderPlaced{}),
 		shippedTopic: reflect.TypeOf(OrderShipped{}),
@@ -231,124 +270,148 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		reflect.TypeOf(OrderPlaced{}):  placedTopic,
 		reflect.TypeOf(OrderShipped{}): shippedTopic,
 	}
-	encodedTransport := serialization.New(transport,
-		serialization.Options.ReadTypes(readTypes),
-		serialization.Options.WriteTypes(writeTypes),
-		serialization.Options.Monitor(metrics.Serialization()),
-		serialization.Options.Logger(logger),
-	)
-	encodedOutbox := serialization.New(tracing.outbox(outbox),
-		serialization.Options.ReadTypes(readTypes),
-		serialization.Options.WriteTypes(writeTypes),
-		serialization.Options.Monitor(metrics.Serialization()),
-		serialization.Options.Logger(logger),
-	)
+	codec := func(connector messaging.Connector) messaging.Connector {
+		return serialization.New(connector,
+			serialization.Options.ReadTypes(readTypes),
+			serialization.Options.WriteTypes(writeTypes),
+			serialization.Options.Monitor(svc.metrics.Serialization()),
+			serialization.Options.Logger(svc.logger),
+		)
+	}
+	svc.encodedTransport = codec(svc.transport)
+	svc.encodedOutbox = codec(svc.tracing.outbox(svc.outbox))
+	return nil
+}
 
-	// 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
-	//    messages commit together), retry around it, settlement outermost.
-	//    The retry budget is stated once: five attempts, 100 ms doubling to 2 s.
-	//    Shipping is guarded by an idempotency claim written in the same
-	//    transaction: a redelivered order (a lost acknowledgement) is a
-	//    duplicate, accepted without shipping it twice.
+// 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
+// messages commit together), retry around it, settlement outermost. The
+// retry budget is stated once: five attempts, 100 ms doubling to 2 s.
+// Shipping is guarded by an idempotency claim written in the same
+// transaction: a redelivered order (a lost acknowledgement) is a duplicate,
+// accepted without shipping it twice.
+func (svc *service) buildHandlers(context.Context) error {
 	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
-	claims, err := idempotency.NewSQLStore(db, sqldialect.MySQL)
+	claims, err := idempotency.NewSQLStore(svc.db, sqldialect.MySQL)
 	if err != nil {
 		return err
 	}
-	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(metrics.Idempotency()))
-	shipper := deadletter.New(transport,
-		tracing.handler(retry.New(
-			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
+	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(svc.metrics.Idempotency()))
+	svc.shipper = deadletter.New(svc.transport,
+		svc.tracing.handler(retry.New(
+			transactional.New(svc.encodedOutbox, func(state transactional.State) messaging.Handler {
 				return once(&shipOrders{tx: state.Tx, writer: state.Writer})
-			}, transactional.Options.Monitor(metrics.Transactional())),
+			}, transactional.Options.Monitor(svc.metrics.Transactional())),
 			retry.Options.Policy(budget),
-			retry.Options.Monitor(metrics.Retry()),
-			retry.Options.Logger(logger),
+			retry.Options.Monitor(svc.metrics.Retry()),
+			retry.Options.Logger(svc.logger),
 		)),
 		deadletter.Options.Policy(budget),
-		deadletter.Options.Monitor(metrics.Settlement()),
-		deadletter.Options.Logger(logger),
+		deadletter.Options.Monitor(svc.metrics.Settlement()),
+		deadletter.Options.Logger(svc.logger),
 	)
-	recorder := deadletter.New(transport,
-		tracing.handler(retry.New(
-			sqltx.New(db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
-				sqltx.Options.Monitor(metrics.Transactional())),
+	svc.recorder = deadletter.New(svc.transport,
+		svc.tracing.handler(retry.New(
+			sqltx.New(svc.db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
+				sqltx.Options.Monitor(svc.metrics.Transactional())),
 			retry.Options.Policy(budget),
-			retry.Options.Logger(logger),
+			retry.Options.Logger(svc.logger),
 		)),
 		deadletter.Options.Policy(budget),
-		deadletter.Options.Monitor(metrics.Settlement()),
-		deadletter.Options.Logger(logger),
+		deadletter.Options.Monitor(svc.metrics.Settlement()),
+		deadletter.Options.Logger(svc.logger),
 	)
+	return nil
+}
 
-	// 5. The consumer reads decoded deliveries and feeds the handlers.
-	consumer := streaming.New(encodedTransport,
+// 5. The consumer reads decoded deliveries and feeds the handlers.
+func (svc *service) buildConsumer(context.Context) error {
+	quorum := svc.settings.quorum
+	svc.consumer = streaming.New(svc.encodedTransport,
 		streaming.Options.Subscriptions(
 			streaming.NewSubscription(shipQueue,
 				streaming.SubscriptionOptions.Topics(placedTopic),
-				streaming.SubscriptionOptions.StreamReplication(s.quorum),
-				streaming.SubscriptionOptions.AddWorkers(shipper, shipper),
+				streaming.SubscriptionOptions.StreamReplication(quorum),
+				streaming.SubscriptionOptions.AddWorkers(svc.shipper, svc.shipper),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
 			),
 			streaming.NewSubscription(shippedQueue,
 				streaming.SubscriptionOptions.Topics(shippedTopic),
-				streaming.SubscriptionOptions.StreamReplication(s.quorum),
-				streaming.SubscriptionOptions.AddWorkers(recorder),
+				streaming.SubscriptionOptions.StreamReplication(quorum),
+				streaming.SubscriptionOptions.AddWorkers(svc.recorder),
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
 			),
 		),
-		streaming.Options.Monitor(metrics.Streaming()),
-		streaming.Options.Logger(logger),
+		streaming.Options.Monitor(svc.metrics.Streaming()),
+		streaming.Options.Logger(svc.logger),
 	)
+	return nil
+}
 
-	// 6. Health: the broker probe, a bounded database ping and the consumer's
-	//    subscriptions waiting on an outage, with no password in any report.
+// 6. Health: the broker probe, a bounded database ping and the consumer's
+// subscriptions waiting on an outage, with no password in any report; and
+// the HTTP API that serves it beside the orders.
+func (svc *service) openAPI(ctx context.Context) error {
 	checker := status.New(
-		status.Options.Connector(transport),
-		status.Options.Logger(logger),
-		status.Options.Redact(s.secrets()...),
-		status.Options.Check("database", db.PingContext),
-		status.Options.Check("subscriptions", subscriptionsCheck(consumer)),
+		status.Options.Connector(svc.transport),
+		status.Options.Logger(svc.logger),
+		status.Options.Redact(svc.settings.secrets()...),
+		status.Options.Check("database", svc.db.PingContext),
+		status.Options.Check("subscriptions", subscriptionsCheck(svc.consumer)),
 	)
-	defer checker.Close()
-
-	orders, err := newOrdersAPI(ctx, db, encodedOutbox, checker, registry, logger, s.server.maxBodyBytes)
+	svc.onRelease(func() { _ = checker.Close() })
+	orders, err := newOrdersAPI(ctx, svc.db, svc.encodedOutbox, checker, svc.registry, svc.logger, svc.settings.server.maxBodyBytes)
 	if err != nil {
 		return err
 	}
-	defer orders.close()
+	svc.orders = orders
+	svc.onRelease(orders.close)
+	return nil
+}
 
-	// 7. The shipment log: order-shipped events on a stream, projected into
-	//    MariaDB from a checkpoint kept in the projection's own transaction.
-	stopShipmentLog, err := startShipmentLog(ctx, transport, db, logger)
+// 7. The shipment log: order-shipped events on a stream, projected into
+// MariaDB from a checkpoint kept in the projection's own transaction.
+func (svc *service) startShipmentLog(ctx context.Context) error {
+	stop, err := startShipmentLog(ctx, svc.transport, svc.db, svc.logger)
 	if err != nil {
 		return err
 	}
-	defer stopShipmentLog()
+	svc.onRelease(stop)
+	return nil
+}
 
-	// 8. Quotes: a responder on orders.quote and the requester the API asks it with.
-	asker, stopQuotes, err := startQuotes(ctx, transport, db, logger, request.Options.Monitor(metrics.Request()))
+// 8. Quotes: a responder on orders.quote and the requester the API asks it with.
+func (svc *service) startQuotes(ctx context.Context) error {
+	asker, stop, err := startQuotes(ctx, svc.transport, svc.db, svc.logger, request.Options.Monitor(svc.metrics.Request()))
 	if err != nil {
 		return err
 	}
-	defer stopQuotes()
-	orders.quotes = asker
+	svc.stopQuotes = stop
+	svc.onRelease(stop)
+	svc.orders.quotes = asker
+	return nil
+}
 
+// serve listens, runs the dispatcher, the consumer and the HTTP server, and
+// on ctx's end (SIGINT, SIGTERM) or the server's failure shuts down in
+// order: stop taking orders, then the consumer, then the dispatcher (what it
+// did not publish stays in the table for the next start).
+func (svc *service) serve(ctx context.Context) error {
+	s, logger := svc.settings, svc.logger
 	listener, err := net.Listen("tcp", s.http)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another copy running? pass -http to choose another address)", s.http, err)
 	}
-	server := newServer(tracing.http(orders.routes()), s.server, logger)
+	server := newServer(svc.tracing.http(svc.orders.routes()), s.server, logger)
 
 	dispatcherDone := make(chan struct{})
 	consumerDone := make(chan struct{})
 	serverDone := make(chan error, 1)
-	go func() { defer close(dispatcherDone); dispatcher.Listen() }()
-	go func() { defer close(consumerDone); consumer.Listen() }()
+	go func() { defer close(dispatcherDone); svc.dispatcher.Listen() }()
+	go func() { defer close(consumerDone); svc.consumer.Listen() }()
 	go func() { serverDone <- server.Serve(listener) }()
 	logger.Info("orders: serving", "http", "http://"+listener.Addr().String(), "amqp", redactAll(s.addresses()))
 	if s.ready != nil {
@@ -362,15 +425,13 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		logger.Error("orders: HTTP server stopped", "error", err)
 	}
 
-	// Shutdown in order: stop taking orders, then the consumer, then the
-	// dispatcher (what it did not publish stays in the table for next start).
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownLimit)
 	defer cancel()
 	_ = server.Shutdown(shutdownCtx)
-	stopQuotes()
-	_ = consumer.Close()
+	svc.stopQuotes()
+	_ = svc.consumer.Close()
 	<-consumerDone
-	_ = dispatcher.Close()
+	_ = svc.dispatcher.Close()
 	<-dispatcherDone
 	logger.Info("orders: stopped")
 	return nil

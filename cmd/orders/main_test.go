@@ -154,68 +154,57 @@ func placeOrders(t *testing.T, client *http.Client, base string, count int) []st
 
 func waitShipped(t *testing.T, client *http.Client, base string, ids []string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for _, id := range ids {
-		for {
-			var view orderView
-			response, err := client.Get(base + "/orders/" + id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = json.NewDecoder(response.Body).Decode(&view)
-			_ = response.Body.Close()
-			if view.Status == "shipped" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("order %s is %q after 60s, want shipped", id, view.Status)
-			}
-			time.Sleep(20 * time.Millisecond) // polling a real service
+	eachOf(t, ids, "every order shipped", func(id string) (bool, string) {
+		var view orderView
+		response, err := client.Get(base + "/orders/" + id)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		_ = json.NewDecoder(response.Body).Decode(&view)
+		_ = response.Body.Close()
+		return view.Status == "shipped", fmt.Sprintf("order %s is %q", id, view.Status)
+	})
+}
+
+// eachOf waits, at most 60 s for them all, until done holds for each of ids
+// in turn; done says, while it does not hold, what it saw.
+func eachOf(t *testing.T, ids []string, what string, done func(id string) (bool, string)) {
+	t.Helper()
+	pending := ids
+	eventually(t, 60*time.Second, 20*time.Millisecond, what, func() (bool, string) {
+		for len(pending) > 0 {
+			if ok, saw := done(pending[0]); !ok {
+				return false, fmt.Sprintf("%s (%d of %d left)", saw, len(pending), len(ids))
+			}
+			pending = pending[1:]
+		}
+		return true, ""
+	})
 }
 
 // waitProjected waits until the shipment log's projection, reading the
 // orders.shipments stream, has applied every one of ids.
 func waitProjected(t *testing.T, db *sql.DB, ids []string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for _, id := range ids {
-		for {
-			var offset int64
-			err := db.QueryRow("SELECT stream_offset FROM shipment_log WHERE order_id = ?", id).Scan(&offset)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, sql.ErrNoRows) {
-				t.Fatal(err)
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("order %s is not in the shipment log's projection after 60s", id)
-			}
-			time.Sleep(20 * time.Millisecond)
+	eachOf(t, ids, "every order in the shipment log's projection", func(id string) (bool, string) {
+		var offset int64
+		err := db.QueryRow("SELECT stream_offset FROM shipment_log WHERE order_id = ?", id).Scan(&offset)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
 		}
-	}
+		return err == nil, "order " + id + " is not in it"
+	})
 }
 
 func waitRecorded(t *testing.T, db *sql.DB, ids []string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for _, id := range ids {
-		for {
-			var recorded int
-			if err := db.QueryRow("SELECT COUNT(*) FROM order_events WHERE order_id = ? AND event = 'order-shipped'", id).Scan(&recorded); err != nil {
-				t.Fatal(err)
-			}
-			if recorded == 1 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("order-shipped for %s was not recorded within 60s", id)
-			}
-			time.Sleep(20 * time.Millisecond)
+	eachOf(t, ids, "order-shipped recorded once for every order", func(id string) (bool, string) {
+		var recorded int
+		if err := db.QueryRow("SELECT COUNT(*) FROM order_events WHERE order_id = ? AND event = 'order-shipped'", id).Scan(&recorded); err != nil {
+			t.Fatal(err)
 		}
-	}
+		return recorded == 1, fmt.Sprintf("order %s has %d", id, recorded)
+	})
 }
 
 // TestARedeliveredOrderIsShippedOnce publishes one order-placed message twice
@@ -244,18 +233,12 @@ func TestARedeliveredOrderIsShippedOnce(t *testing.T) {
 		}
 	}
 
-	var confirmed bool
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the second copy answered as a duplicate", func() (bool, string) {
+		var confirmed bool
 		err := db.QueryRowContext(ctx, "SELECT confirmed FROM acemq_idempotency WHERE `key` = ?", id).Scan(&confirmed)
-		if err == nil && confirmed && duplicates(t, client, "http://"+service.address) >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the second copy was not answered as a duplicate within 30 s (claim confirmed %v, err %v)", confirmed, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && confirmed && duplicates(t, client, "http://"+service.address) >= 1,
+			fmt.Sprintf("claim confirmed %v (%v)", confirmed, err)
+	})
 }
 
 // duplicates reads idempotency_total{outcome="duplicate"} for the ship queue
@@ -318,11 +301,8 @@ func TestAForeignMessageOnTheShipmentStreamIsParkedAndPassed(t *testing.T) {
 	ids := placeOrders(t, client, "http://"+service.address, 3)
 	waitProjected(t, db, ids) // the projection went on past the foreign message
 
-	deadline := time.Now().Add(30 * time.Second)
-	for parked() != before+1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s.parked holds %d, want %d: the foreign message was not parked once", shipmentStream, parked(), before+1)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the foreign message parked once", func() (bool, string) {
+		n := parked()
+		return n == before+1, fmt.Sprintf("%s.parked holds %d, want %d", shipmentStream, n, before+1)
+	})
 }

@@ -6,14 +6,18 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/monitoring/otel"
 )
 
@@ -80,5 +84,55 @@ func TestEachHTTPRequestIsAServerSpanNamedAfterItsRoute(t *testing.T) {
 	}
 	if span.Status.Code != codes.Error {
 		t.Errorf("a 503 has status %v; want Error", span.Status.Code)
+	}
+}
+
+// TestTracingToStderrStartsAndShipsAnOrder runs the service as README and
+// doc/tracing.md say to run it, -trace stderr: the tracing decorators sit
+// between the transport and everything that declares topology through it, so
+// the service must still find the transport's Declarer, start, and ship an
+// order, printing the spans of its way through the outbox, the relay and the
+// consumer.
+func TestTracingToStderrStartsAndShipsAnOrder(t *testing.T) {
+	amqpURL := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	spans := captureStderr(t)
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	service := startServiceWith(t, settings{amqp: amqpURL, dsn: testenv.MySQLDSN, trace: "stderr"}, io.Discard)
+	ids := placeOrders(t, client, "http://"+service.address, 1)
+	waitShipped(t, client, "http://"+service.address, ids)
+	waitRecorded(t, db, ids)
+	service.stop(t) // the batched spans leave at shutdown
+
+	printed := spans()
+	for _, name := range []string{placedTopic + " create", placedTopic + " publish", shipQueue + " process", shippedTopic + " publish"} {
+		if !strings.Contains(printed, `"Name":"`+name+`"`) {
+			t.Errorf("no span %q among the %d bytes printed on stderr", name, len(printed))
+		}
+	}
+}
+
+// captureStderr points os.Stderr at a file until the test ends (the stderr
+// exporter writes to whatever os.Stderr is when tracing starts) and returns
+// a function that reads what was written so far.
+func captureStderr(t *testing.T) func() string {
+	t.Helper()
+	file, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := os.Stderr
+	os.Stderr = file
+	t.Cleanup(func() {
+		os.Stderr = original
+		_ = file.Close()
+	})
+	return func() string {
+		content, err := os.ReadFile(file.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(content)
 	}
 }

@@ -63,25 +63,9 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	policy = policy.WaitInBrokerFrom(*brokerWait)
-
-	var wanted []queueDepth
-	for _, spec := range set.Args() {
-		queue, _, _ := strings.Cut(spec, "=")
-		if queue == "" {
-			return fmt.Errorf("%w: %q names no queue", errUsage, spec)
-		}
-		wanted = append(wanted, queueDepth{Queue: wire.DeadLetterQueue(queue), Role: "dead-letter"}, queueDepth{Queue: wire.ParkedQueue(queue), Role: "parked"})
-		for _, rung := range policy.Rungs(queue) {
-			wanted = append(wanted, queueDepth{Queue: rung.Name, Role: "retry rung " + retrypolicy.DelayName(rung.TTL)})
-		}
-	}
-	if *withSchedule {
-		for _, rung := range schedule.Rungs() {
-			wanted = append(wanted, queueDepth{Queue: rung.Name, Role: "schedule rung " + retrypolicy.DelayName(rung.TTL)})
-		}
-		wanted = append(wanted, queueDepth{Queue: schedule.DueQueue, Role: "schedule due"},
-			queueDepth{Queue: wire.DeadLetterQueue(schedule.DueQueue), Role: "dead-letter"})
+	wanted, err := wantedQueues(set.Args(), policy.WaitInBrokerFrom(*brokerWait), *withSchedule)
+	if err != nil {
+		return err
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -91,42 +75,78 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer closeAll()
-	waiting := 0
+	waiting, err := inspectDepths(ctx, declarer, wanted)
+	if err != nil {
+		return err
+	}
+	if err := printDepths(stdout, wanted, waiting, *asJSON); err != nil {
+		return err
+	}
+	if waiting > 0 {
+		return fmt.Errorf("%w: %d message(s) wait in dead-letter or parking queues; look at them with `warrenmq replay -dry-run QUEUE.dlq`", errAttention, waiting)
+	}
+	return nil
+}
+
+// wantedQueues lists, for each subscription queue spec, its dead-letter and
+// parking queues and the rungs policy needs; with schedule, the scheduler's
+// rungs, its due queue and that queue's dead letters.
+func wantedQueues(specs []string, policy retrypolicy.Policy, schedules bool) ([]queueDepth, error) {
+	var wanted []queueDepth
+	for _, spec := range specs {
+		queue, _, _ := strings.Cut(spec, "=")
+		if queue == "" {
+			return nil, fmt.Errorf("%w: %q names no queue", errUsage, spec)
+		}
+		wanted = append(wanted, queueDepth{Queue: wire.DeadLetterQueue(queue), Role: "dead-letter"}, queueDepth{Queue: wire.ParkedQueue(queue), Role: "parked"})
+		for _, rung := range policy.Rungs(queue) {
+			wanted = append(wanted, queueDepth{Queue: rung.Name, Role: "retry rung " + retrypolicy.DelayName(rung.TTL)})
+		}
+	}
+	if schedules {
+		for _, rung := range schedule.Rungs() {
+			wanted = append(wanted, queueDepth{Queue: rung.Name, Role: "schedule rung " + retrypolicy.DelayName(rung.TTL)})
+		}
+		wanted = append(wanted, queueDepth{Queue: schedule.DueQueue, Role: "schedule due"},
+			queueDepth{Queue: wire.DeadLetterQueue(schedule.DueQueue), Role: "dead-letter"})
+	}
+	return wanted, nil
+}
+
+// inspectDepths fills in each queue's depth, or that it is missing, and
+// returns how many messages wait in the dead-letter and parking queues.
+func inspectDepths(ctx context.Context, declarer messaging.Declarer, wanted []queueDepth) (waiting int, err error) {
 	for i := range wanted {
 		state, err := declarer.InspectQueue(ctx, wanted[i].Queue)
 		switch {
 		case errors.Is(err, messaging.ErrNotFound):
 			wanted[i].Missing = true
 		case err != nil:
-			return fmt.Errorf("inspect queue %s: %w", wanted[i].Queue, err)
+			return 0, fmt.Errorf("inspect queue %s: %w", wanted[i].Queue, err)
 		}
 		wanted[i].Messages, wanted[i].Consumers = state.Messages, state.Consumers
 		if wanted[i].Role == "dead-letter" || wanted[i].Role == "parked" {
 			waiting += state.Messages
 		}
 	}
-	if *asJSON {
-		if err := writeJSON(stdout, map[string]any{"queues": wanted, "set_aside": waiting}); err != nil {
-			return err
-		}
-	} else {
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "QUEUE\tROLE\tMESSAGES\tCONSUMERS")
-		for _, q := range wanted {
-			messages := strconv.Itoa(q.Messages)
-			if q.Missing {
-				messages = "missing"
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", q.Queue, q.Role, messages, q.Consumers)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
+	return waiting, nil
+}
+
+// printDepths writes the listing as a table, or as JSON.
+func printDepths(stdout io.Writer, wanted []queueDepth, waiting int, asJSON bool) error {
+	if asJSON {
+		return writeJSON(stdout, map[string]any{"queues": wanted, "set_aside": waiting})
 	}
-	if waiting > 0 {
-		return fmt.Errorf("%w: %d message(s) wait in dead-letter or parking queues; look at them with `warrenmq replay -dry-run QUEUE.dlq`", errAttention, waiting)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "QUEUE\tROLE\tMESSAGES\tCONSUMERS")
+	for _, q := range wanted {
+		messages := strconv.Itoa(q.Messages)
+		if q.Missing {
+			messages = "missing"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", q.Queue, q.Role, messages, q.Consumers)
 	}
-	return nil
+	return w.Flush()
 }
 
 // parsePolicy reads fixed:N:DELAY or exponential:N:INITIAL:MAX; empty is

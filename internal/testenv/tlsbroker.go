@@ -32,6 +32,15 @@ type TLSFiles struct {
 func TLSBroker(t testing.TB, files TLSFiles) {
 	t.Helper()
 	Disrupt(t)
+	dir := tlsNodeFiles(t, files)
+	startTLSNode(t, dir)
+	awaitTLSNode(t, dir)
+}
+
+// tlsNodeFiles writes the TLS node's PEM files, config and plugins into a
+// directory of its own, deleted when the test ends, and returns it.
+func tlsNodeFiles(t testing.TB, files TLSFiles) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("/var/tmp", "warrenmq-tls-node-")
 	if err != nil {
 		t.Fatalf("make the TLS node's directory: %v", err)
@@ -73,7 +82,13 @@ disk_free_limit.absolute = 50MB
 	must(os.WriteFile(filepath.Join(dir, "enabled_plugins"), []byte("[rabbitmq_auth_mechanism_ssl].\n"), 0o644))
 	must(exec.Command("chown", "-R", "rabbitmq:rabbitmq", dir).Run())
 	must(os.Chmod(dir, 0o755))
+	return dir
+}
 
+// startTLSNode starts TLSNode detached over the files in dir, and stops it
+// when the test ends.
+func startTLSNode(t testing.TB, dir string) {
+	t.Helper()
 	cmd := exec.Command("rabbitmq-server", "-detached")
 	cmd.Env = append(os.Environ(),
 		"RABBITMQ_NODENAME="+TLSNode,
@@ -96,8 +111,14 @@ disk_free_limit.absolute = 50MB
 		defer cancel()
 		_ = exec.CommandContext(ctx, "rabbitmqctl", "-q", "-n", TLSNode, "stop").Run()
 	})
+}
+
+// awaitTLSNode waits, up to 3 minutes, for TLSNode to have started, failing
+// the test with the node's last log lines when it has not.
+func awaitTLSNode(t testing.TB, dir string) {
+	t.Helper()
 	// await_startup fails at once until the node has registered with epmd,
-	// so it is asked again until the bound.
+	// so it is asked again, once a second, until the bound.
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -13,11 +13,14 @@ import (
 const maxPayload = 64 << 10
 
 func TestRabbitMQPassesTheTransportSuite(t *testing.T) {
-	transporttest.Run(t, func(t *testing.T) transporttest.Target {
-		address := testenv.Broker(t)
-		return transporttest.Target{
-			Connector:  rabbitmq.New(rabbitmq.Options.Address(address), rabbitmq.Options.MaxMessageSize(maxPayload)),
-			MaxPayload: maxPayload,
-		}
-	})
+	transporttest.Run(t, rabbitMQTarget)
+}
+
+// rabbitMQTarget is a connector to the local broker, under its shared lock.
+func rabbitMQTarget(t *testing.T) transporttest.Target {
+	address := testenv.Broker(t)
+	return transporttest.Target{
+		Connector:  rabbitmq.New(rabbitmq.Options.Address(address), rabbitmq.Options.MaxMessageSize(maxPayload)),
+		MaxPayload: maxPayload,
+	}
 }

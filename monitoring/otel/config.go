@@ -4,31 +4,29 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/warrenmq/messaging/internal/options"
 )
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring New:
+// otel.Options.TracerProvider(provider).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures New.
+type Option func(*config)
 
 type config struct {
 	provider   trace.TracerProvider
 	propagator propagation.TextMapPropagator
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.provider == nil {
 		c.provider = otel.GetTracerProvider()
 	}
@@ -38,18 +36,17 @@ func newConfig(options []option) config {
 	return c
 }
 
-// TracerProvider is where spans are started; the default is the global one
+// TracerProvider is where spans are started. Default: the global one
 // (otel.GetTracerProvider), which discards spans until the application sets
 // one with an SDK.
-func (singleton) TracerProvider(provider trace.TracerProvider) option {
+func (OptionSet) TracerProvider(provider trace.TracerProvider) Option {
 	return func(c *config) { c.provider = provider }
 }
 
 // Propagator writes the trace context into a dispatch's headers and reads it
-// from a delivery's. The default is W3C trace context (traceparent and
-// tracestate), which AceMQ's other libraries read and write; the global
-// propagator is not the default because it propagates nothing until an
-// application sets one.
-func (singleton) Propagator(propagator propagation.TextMapPropagator) option {
+// from a delivery's. Default: W3C trace context (traceparent and tracestate),
+// which AceMQ's other libraries read and write; the global propagator is not
+// the default because it propagates nothing until an application sets one.
+func (OptionSet) Propagator(propagator propagation.TextMapPropagator) Option {
 	return func(c *config) { c.propagator = propagator }
 }

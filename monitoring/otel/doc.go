@@ -17,7 +17,7 @@
 //	stored := tracing.Outbox(outbox)
 //	handler := deadletter.New(transport, tracing.Handler(retry.New(inner)))
 //
-// What is built, row by row (issue 19, and the digest's tracing contract):
+// What is built, part by part (the AceMQ family's tracing contract):
 //
 //   - Propagation: a dispatch written through Transport or Outbox carries
 //     its span's context in its headers (through the configured propagator,

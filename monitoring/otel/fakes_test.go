@@ -14,13 +14,30 @@ import (
 type recorder struct {
 	provider *trace.TracerProvider
 	exporter *tracetest.InMemoryExporter
+	// ended is told each time a span has ended and been exported.
+	ended endings
 }
 
 func newRecorder() recorder {
 	exporter := tracetest.NewInMemoryExporter()
-	provider := trace.NewTracerProvider(trace.WithSyncer(exporter), trace.WithSampler(trace.AlwaysSample()))
-	return recorder{provider: provider, exporter: exporter}
+	ended := make(endings, 1)
+	provider := trace.NewTracerProvider(trace.WithSyncer(exporter), trace.WithSpanProcessor(ended), trace.WithSampler(trace.AlwaysSample()))
+	return recorder{provider: provider, exporter: exporter, ended: ended}
 }
+
+// endings is a span processor that says, on itself, that a span ended; it runs
+// after the exporter's, so the span is exported by then.
+type endings chan struct{}
+
+func (e endings) OnStart(context.Context, trace.ReadWriteSpan) {}
+func (e endings) OnEnd(trace.ReadOnlySpan) {
+	select {
+	case e <- struct{}{}:
+	default: // a signal is already waiting
+	}
+}
+func (e endings) Shutdown(context.Context) error   { return nil }
+func (e endings) ForceFlush(context.Context) error { return nil }
 
 func (r recorder) spans() tracetest.SpanStubs { return r.exporter.GetSpans() }
 

@@ -52,6 +52,9 @@ type tracedConnector struct {
 	op      operation
 }
 
+// Unwrap returns the decorated connector, so messaging.As finds what it offers.
+func (c *tracedConnector) Unwrap() messaging.Connector { return c.Connector }
+
 func (c *tracedConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	connection, err := c.Connector.Connect(ctx)
 	if err != nil {
@@ -65,6 +68,10 @@ type tracedConnection struct {
 	tracing *Tracing
 	op      operation
 }
+
+// Unwrap returns the decorated connection, so messaging.As finds its
+// capabilities (its messaging.Declarer, say) beneath the spans.
+func (c *tracedConnection) Unwrap() messaging.Connection { return c.Connection }
 
 func (c *tracedConnection) Writer(ctx context.Context) (messaging.Writer, error) {
 	writer, err := c.Connection.Writer(ctx)
@@ -87,6 +94,9 @@ type tracedWriter struct {
 	tracing *Tracing
 	op      operation
 }
+
+// Unwrap returns the decorated writer, so messaging.As finds its capabilities.
+func (w *tracedWriter) Unwrap() messaging.Writer { return w.Writer }
 
 func (w *tracedWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	if len(dispatches) == 0 {
@@ -120,6 +130,10 @@ type tracedCommitWriter struct {
 	messaging.CommitWriter
 	traced tracedWriter
 }
+
+// Unwrap returns the decorated commit writer, so messaging.As finds its
+// capabilities.
+func (w *tracedCommitWriter) Unwrap() messaging.CommitWriter { return w.CommitWriter }
 
 func (w *tracedCommitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	return w.traced.Write(ctx, dispatches...)

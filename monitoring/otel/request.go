@@ -12,8 +12,8 @@ import (
 	"github.com/warrenmq/messaging/patterns/request"
 )
 
-// Ask is requester.Do under a CLIENT span "<destination> request" (the
-// digest's otel.Ask): the request's publish, when the requester writes
+// Ask is requester.Do under a CLIENT span "<destination> request" (AceMQ's
+// otel.Ask): the request's publish, when the requester writes
 // through Transport, is its child, and so is the responder's serve span.
 // destination names what is asked (the routing key the requester was made
 // with). The span's outcome is answered, timed_out or failed, the request

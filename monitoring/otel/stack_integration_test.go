@@ -249,9 +249,14 @@ func placeOrders(t *testing.T, rec recorder, db *sql.DB, outbox messaging.Connec
 // waitForSpans waits (bounded) until at least want spans ended and groups them by trace.
 func waitForSpans(t *testing.T, rec recorder, want int) map[trace.TraceID][]tracetest.SpanStub {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(rec.spans()) < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // the real services' goroutines end the spans
+	timeout := time.After(10 * time.Second)
+wait:
+	for len(rec.spans()) < want {
+		select {
+		case <-rec.ended: // the real services' goroutines end the spans
+		case <-timeout:
+			break wait
+		}
 	}
 	byTrace := map[trace.TraceID][]tracetest.SpanStub{}
 	for _, span := range rec.spans() {

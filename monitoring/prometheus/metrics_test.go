@@ -78,7 +78,7 @@ func (f *MetricsFixture) TestStreamLabelsAreBounded() {
 	f.So(testutil.CollectAndCount(f.metrics.acknowledged), should.Equal, 3)
 }
 
-func (f *MetricsFixture) TestExpositionUsesTheSeedNames() {
+func (f *MetricsFixture) TestExpositionUsesTheNamesOfTheOperatingGuide() {
 	f.metrics.Transport().DispatchPublished()
 	f.metrics.Streaming().StreamOpened("orders", nil)
 	f.metrics.Streaming().BatchHandled("orders", 3, time.Millisecond)

@@ -50,31 +50,48 @@ func requestScenario(s settings) scenario {
 
 // rawRequestReply is the request and reply of the scenario with the raw client.
 func rawRequestReply(ctx context.Context, s settings, queue string, body []byte) (measurement, error) {
-	responderConn, err := amqp.Dial(s.url)
+	stopResponder, err := startRawResponder(ctx, s, queue)
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: cannot reach RabbitMQ: %w; `make services` starts it", err)
+		return measurement{}, err
 	}
-	defer responderConn.Close()
-	responder, err := responderConn.Channel()
+	defer stopResponder()
+	caller, err := openRawCaller(ctx, s)
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: channel: %w", err)
+		return measurement{}, err
+	}
+	defer caller.close()
+	return timeRoundTrips(s, func(limit time.Duration) error { return caller.ask(ctx, queue, body, limit) })
+}
+
+// startRawResponder answers each request on queue from a connection of its
+// own: the reply published (confirmed) to its reply-to queue, then the
+// request acknowledged. stop closes the connection and waits for the loop.
+func startRawResponder(ctx context.Context, s settings, queue string) (stop func(), err error) {
+	conn, err := amqp.Dial(s.url)
+	if err != nil {
+		return nil, fmt.Errorf("raw request: cannot reach RabbitMQ: %w; `make services` starts it", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = conn.Close()
+		}
+	}()
+	responder, err := conn.Channel()
+	if err != nil {
+		return nil, fmt.Errorf("raw request: channel: %w", err)
 	}
 	if err := responder.Confirm(false); err != nil {
-		return measurement{}, fmt.Errorf("raw request: confirm mode: %w", err)
+		return nil, fmt.Errorf("raw request: confirm mode: %w", err)
 	}
 	if err := responder.Qos(s.window, 0, false); err != nil {
-		return measurement{}, fmt.Errorf("raw request: qos: %w", err)
+		return nil, fmt.Errorf("raw request: qos: %w", err)
 	}
 	requests, err := responder.ConsumeWithContext(ctx, queue, "bench-responder", false, false, false, false, nil)
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: consume: %w", err)
+		return nil, fmt.Errorf("raw request: consume: %w", err)
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer responderConn.Close() // ends the responder's loop before the wait above
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for d := range requests {
 			confirm, err := responder.PublishWithDeferredConfirmWithContext(ctx, "", d.ReplyTo, false, false, amqp.Publishing{
 				ContentType: "application/json", CorrelationId: d.CorrelationId, Body: d.Body,
@@ -84,64 +101,89 @@ func rawRequestReply(ctx context.Context, s settings, queue string, body []byte)
 			}
 			_ = d.Ack(false)
 		}
-	}()
+	})
+	return func() {
+		_ = conn.Close() // ends the responder's loop
+		wg.Wait()
+	}, nil
+}
 
-	callerConn, err := amqp.Dial(s.url)
+// rawCaller asks through a confirmed channel and takes the replies from an
+// exclusive reply queue of its own connection.
+type rawCaller struct {
+	conn       *amqp.Connection
+	publisher  *amqp.Channel
+	replyQueue string
+	replies    <-chan amqp.Delivery
+}
+
+func openRawCaller(ctx context.Context, s settings) (caller *rawCaller, err error) {
+	conn, err := amqp.Dial(s.url)
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: cannot reach RabbitMQ: %w", err)
+		return nil, fmt.Errorf("raw request: cannot reach RabbitMQ: %w", err)
 	}
-	defer callerConn.Close()
-	publisher, err := callerConn.Channel()
+	defer func() {
+		if err != nil {
+			_ = conn.Close()
+		}
+	}()
+	publisher, err := conn.Channel()
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: channel: %w", err)
+		return nil, fmt.Errorf("raw request: channel: %w", err)
 	}
 	if err := publisher.Confirm(false); err != nil {
-		return measurement{}, fmt.Errorf("raw request: confirm mode: %w", err)
+		return nil, fmt.Errorf("raw request: confirm mode: %w", err)
 	}
-	consumer, err := callerConn.Channel()
+	consumer, err := conn.Channel()
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: channel: %w", err)
+		return nil, fmt.Errorf("raw request: channel: %w", err)
 	}
 	replyQueue, err := consumer.QueueDeclare("", false, true, true, false, amqp.Table{"x-queue-type": "classic"})
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: declare the reply queue: %w", err)
+		return nil, fmt.Errorf("raw request: declare the reply queue: %w", err)
 	}
 	replies, err := consumer.ConsumeWithContext(ctx, replyQueue.Name, "bench-caller", false, true, false, false, nil)
 	if err != nil {
-		return measurement{}, fmt.Errorf("raw request: consume replies: %w", err)
+		return nil, fmt.Errorf("raw request: consume replies: %w", err)
 	}
-	return timeRoundTrips(s, func(limit time.Duration) error {
-		correlation := messaging.NewID()
-		confirm, err := publisher.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
-			DeliveryMode: amqp.Persistent, ContentType: "application/json", Type: "bench",
-			MessageId: messaging.NewID(), CorrelationId: correlation, ReplyTo: replyQueue.Name,
-			Headers: amqp.Table{request.HeaderReplyTo: replyQueue.Name}, Body: body,
-		})
-		if err != nil {
-			return fmt.Errorf("raw request: publish: %w", err)
-		}
-		if err := waitConfirm(ctx, confirm); err != nil {
-			return fmt.Errorf("raw request: %w", err)
-		}
-		timer := time.NewTimer(limit)
-		defer timer.Stop()
-		for {
-			select {
-			case d, ok := <-replies:
-				if !ok {
-					return errors.New("raw request: the broker closed the reply consumer")
-				}
-				if err := d.Ack(false); err != nil {
-					return fmt.Errorf("raw request: ack the reply: %w", err)
-				}
-				if d.CorrelationId == correlation {
-					return nil
-				}
-			case <-timer.C:
-				return fmt.Errorf("raw request: no reply within %s", limit)
-			}
-		}
+	return &rawCaller{conn: conn, publisher: publisher, replyQueue: replyQueue.Name, replies: replies}, nil
+}
+
+func (c *rawCaller) close() { _ = c.conn.Close() }
+
+// ask publishes one request (mandatory, confirmed) and waits, within limit,
+// for the reply with its correlation id, acknowledging every reply it takes.
+func (c *rawCaller) ask(ctx context.Context, queue string, body []byte, limit time.Duration) error {
+	correlation := messaging.NewID()
+	confirm, err := c.publisher.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, amqp.Publishing{
+		DeliveryMode: amqp.Persistent, ContentType: "application/json", Type: "bench",
+		MessageId: messaging.NewID(), CorrelationId: correlation, ReplyTo: c.replyQueue,
+		Headers: amqp.Table{request.HeaderReplyTo: c.replyQueue}, Body: body,
 	})
+	if err != nil {
+		return fmt.Errorf("raw request: publish: %w", err)
+	}
+	if err := waitConfirm(ctx, confirm); err != nil {
+		return fmt.Errorf("raw request: %w", err)
+	}
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		select {
+		case d, ok := <-c.replies:
+			if !ok {
+				return errors.New("raw request: the broker closed the reply consumer")
+			}
+			if err := d.Ack(false); err != nil {
+				return fmt.Errorf("raw request: ack the reply: %w", err)
+			}
+			if d.CorrelationId == correlation {
+				return nil
+			}
+		case <-timer.C:
+			return fmt.Errorf("raw request: no reply within %s", limit)
+		}
+	}
 }
 
 // oursRequestReply: request.Serve answers on the scenario's queue, and a

@@ -12,7 +12,7 @@ import (
 // claimCheckScenario: a message below the claim-check threshold encoded and
 // decoded through claimcheck over JSON, against JSON alone, in the same run.
 // No broker: what the codec adds is the framing and one copy, so the ratio
-// is the codec's own cost (the bound is 3%). Wire it in with
+// is the codec's own cost (the bar: at most 3% slower than JSON alone). Wire it in with
 // claimCheckScenario(s) in main's list of scenarios.
 func claimCheckScenario(s settings) scenario {
 	message := benchMessage{Data: strings.Repeat("x", max(0, min(s.size, claimcheck.DefaultThreshold-64)-12))}

@@ -30,38 +30,11 @@ const outboxDrainLimit = time.Minute
 // dropped at its end.
 func outboxScenario(s settings) scenario {
 	suffix := strings.ReplaceAll(messaging.NewID()[:8], "-", "")
-	outboxTable, plainTable, strongTable := "bench_outbox_"+suffix, "bench_plain_"+suffix, "bench_strong_"+suffix
+	tables := outboxTables{outbox: "bench_outbox_" + suffix, plain: "bench_plain_" + suffix, strong: "bench_strong_" + suffix}
+	outboxTable, plainTable, strongTable := tables.outbox, tables.plain, tables.strong
 	body := make([]byte, s.size)
 	var db *sql.DB // opened by setup, before any side runs
-	setup := func(ctx context.Context) (func(), error) {
-		// Hold the database lock shared, so no fault test restarts MariaDB
-		// under the bench.
-		release, err := shareLock(databaseLockPath)
-		if err != nil {
-			return nil, err
-		}
-		opened, err := openDatabase(ctx, s.dsn)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		err = createTables(ctx, opened, outboxTable, plainTable)
-		if err == nil {
-			err = createStrongTable(ctx, opened, strongTable)
-		}
-		if err != nil {
-			dropTables(opened, outboxTable, plainTable, strongTable)
-			_ = opened.Close()
-			release()
-			return nil, err
-		}
-		db = opened
-		return func() {
-			dropTables(opened, outboxTable, plainTable, strongTable)
-			_ = opened.Close()
-			release()
-		}, nil
-	}
+	setup := tables.setup(s.dsn, &db)
 	// rounds keeps every run of the outbox sides, for the medians.
 	rounds := map[string][]outboxRun{}
 	kept := func(name string, r func(ctx context.Context, queue string) (outboxRun, error)) run {
@@ -110,6 +83,42 @@ func outboxScenario(s settings) scenario {
 				totals[6].lag.Round(time.Millisecond), s.rounds, perBatch(totals[6]), perBatch(totals[3]))
 			reportOutboxMedians(rounds)
 		},
+	}
+}
+
+// outboxTables are the outbox scenario's tables, named for one run of the bench.
+type outboxTables struct{ outbox, plain, strong string }
+
+// setup returns the scenario's setup: it holds the database lock shared (so
+// no fault test restarts MariaDB under the bench), opens the database into
+// *db and creates the tables; what it returns drops them, closes the
+// database and releases the lock.
+func (t outboxTables) setup(dsn string, db **sql.DB) func(ctx context.Context) (func(), error) {
+	return func(ctx context.Context) (func(), error) {
+		release, err := shareLock(databaseLockPath)
+		if err != nil {
+			return nil, err
+		}
+		opened, err := openDatabase(ctx, dsn)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		teardown := func() {
+			dropTables(opened, t.outbox, t.plain, t.strong)
+			_ = opened.Close()
+			release()
+		}
+		err = createTables(ctx, opened, t.outbox, t.plain)
+		if err == nil {
+			err = createStrongTable(ctx, opened, t.strong)
+		}
+		if err != nil {
+			teardown()
+			return nil, err
+		}
+		*db = opened
+		return teardown, nil
 	}
 }
 
