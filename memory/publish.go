@@ -17,10 +17,7 @@ func (b *Broker) messageOf(dispatch messaging.Dispatch) (*message, error) {
 	if err := wire.Check(dispatch, b.config.maxMessageSize); err != nil {
 		return nil, err
 	}
-	envelope, err := envelopeOf(dispatch, b.config.clock(), b.config.origin)
-	if err != nil {
-		return nil, err
-	}
+	envelope := envelopeOf(dispatch, b.config.clock(), b.config.origin)
 	return &message{exchange: dispatch.Topic, routingKey: dispatch.RoutingKey, envelope: envelope}, nil
 }
 
