@@ -194,6 +194,7 @@ type fakeConnection struct {
 	shutOnce   sync.Once
 	blockClose bool
 	blockOpen  bool
+	dropped    error // when set, every call fails with it and no close is notified
 	closeCalls int
 	prepare    func(*fakeChannel) // when set, applied to each new channel before it is handed out
 }
@@ -204,8 +205,11 @@ func newFakeConnection() *fakeConnection {
 
 func (c *fakeConnection) Channel() (adapter.Channel, error) {
 	c.mu.Lock()
-	blockOpen := c.blockOpen
+	blockOpen, dropped := c.blockOpen, c.dropped
 	c.mu.Unlock()
+	if dropped != nil {
+		return nil, dropped
+	}
 	if blockOpen {
 		<-c.severed
 		return nil, amqp.ErrClosed
@@ -266,6 +270,20 @@ func (c *fakeConnection) isSevered() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// Drop makes every later call on the connection and its channels fail with
+// err, as amqp091's calls do once the connection has closed, before its close
+// notification has been delivered.
+func (c *fakeConnection) Drop(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropped = err
+	for _, ch := range c.channels {
+		ch.mu.Lock()
+		ch.dropped = err
+		ch.mu.Unlock()
 	}
 }
 
@@ -340,6 +358,7 @@ type fakeChannel struct {
 	blocking   map[string]bool
 	failing    map[string]error
 	closed     bool
+	dropped    error  // Drop
 	written    func() // AfterPublish
 	shutOnce   sync.Once
 }
@@ -361,8 +380,11 @@ func newFakeChannel(conn *fakeConnection) *fakeChannel {
 func (ch *fakeChannel) enter(method string, args ...any) error {
 	ch.mu.Lock()
 	ch.calls = append(ch.calls, fakeCall{method: method, args: args})
-	block, fail, closed := ch.blocking[method], ch.failing[method], ch.closed
+	block, fail, closed, dropped := ch.blocking[method], ch.failing[method], ch.closed, ch.dropped
 	ch.mu.Unlock()
+	if dropped != nil {
+		return dropped
+	}
 	if block {
 		<-ch.conn.severed
 		return amqp.ErrClosed

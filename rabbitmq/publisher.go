@@ -315,7 +315,7 @@ func (p *publisher) send(op operation, bound *writeBound, w *pendingWrite, i int
 	if timedOut {
 		err = p.conn.timeoutError(op.name, op.sentinel)
 	} else {
-		err = refusal(op.name, err, true)
+		err = p.conn.failure(op.name, err)
 	}
 	p.mu.Lock()
 	_, registered := p.pending[seq]
@@ -470,6 +470,20 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	p.mu.Unlock()
 	for range pending {
 		p.release()
+	}
+}
+
+// usable returns why nothing can be published on the channel, or nil: the
+// connection closed, or the channel ended.
+func (p *publisher) usable() error {
+	if err := p.conn.usable(); err != nil {
+		return err
+	}
+	select {
+	case <-p.ended:
+		return p.endedError()
+	default:
+		return nil
 	}
 }
 

@@ -92,7 +92,7 @@ func (s *stream) get(ctx context.Context, delivery *messaging.Delivery) error {
 		return err
 	})
 	switch {
-	case errors.Is(err, amqp.ErrClosed):
+	case errors.Is(err, messaging.ErrClosed):
 		return s.endedError()
 	case err != nil:
 		return fmt.Errorf("read from stream %q: %w", s.queue, err)
