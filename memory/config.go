@@ -3,12 +3,11 @@ package memory
 import (
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
-// Options is the entry point for configuring a Broker: memory.New(memory.Options.Clock(...)).
+// Options is the entry point for configuring a Broker: memory.New(memory.Options.Monitor(...)).
 var Options singleton
 
 type singleton struct{}
@@ -20,18 +19,11 @@ type option func(*configuration)
 type Option = option
 
 type configuration struct {
-	clock   func() time.Time
 	monitor Monitor
 	logger  *slog.Logger
 	origin  string
 	// maxMessageSize is the largest payload a write accepts.
 	maxMessageSize int
-}
-
-// Clock sets the source of the current time, used for message expiry and for the
-// FirstSeen and Timestamp defaults. A nil clock means time.Now.
-func (singleton) Clock(now func() time.Time) option {
-	return func(c *configuration) { c.clock = now }
 }
 
 // Monitor receives the broker's callbacks. A nil monitor means no monitoring.
@@ -65,9 +57,6 @@ func newConfiguration(options []option) configuration {
 		if apply != nil {
 			apply(&c)
 		}
-	}
-	if c.clock == nil {
-		c.clock = time.Now
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()

@@ -43,7 +43,6 @@ type configuration struct {
 	maxOutstanding int
 	maxMessageSize int
 	origin         string
-	clock          clock
 }
 
 // Address is the broker's AMQP URI (amqps:// dials TLS). Default
@@ -135,13 +134,6 @@ func (singleton) Origin(value string) option {
 	return func(c *configuration) { c.origin = value }
 }
 
-// withClock replaces the system clock: the package's own tests expire broker
-// waits with it. It is not an option for users: time is not theirs to fake
-// here (testing/synctest does it for a whole test).
-func withClock(value clock) option {
-	return func(c *configuration) { c.clock = value }
-}
-
 func newConfiguration(options ...option) configuration {
 	var c configuration
 	for _, apply := range options {
@@ -175,9 +167,6 @@ func newConfiguration(options ...option) configuration {
 	}
 	if c.origin == "" {
 		c.origin = defaultOrigin()
-	}
-	if c.clock == nil {
-		c.clock = systemClock{}
 	}
 	return c
 }

@@ -142,9 +142,9 @@ func (c *connection) pausedSignal() <-chan struct{} {
 // the bound passes the connection is severed, which makes f return, and the error
 // wraps sentinel. Any other error is what failure makes of it.
 func (c *connection) call(op string, sentinel error, f func() error) error {
-	e := c.bound(op)
+	b := newBound(c.config.brokerTimeout, func() { c.sever(op) })
 	err := f()
-	if e.Stop() {
+	if b.Stop() {
 		return c.timeoutError(op, sentinel)
 	}
 	return c.failure(op, err)
@@ -186,12 +186,6 @@ func (c *connection) endedReason() string {
 		return ""
 	}
 	return c.endReason
-}
-
-// bound arms the broker timeout for op; if it passes before Stop, the connection
-// is severed.
-func (c *connection) bound(op string) *expiry {
-	return newExpiry(c.config.clock, c.config.brokerTimeout, func() { c.sever(op) })
 }
 
 func (c *connection) sever(op string) {
@@ -261,11 +255,11 @@ func (c *connection) Close() error {
 	if errors.Is(err, amqp.ErrClosed) {
 		err = nil
 	}
-	wait := newDeadline(c.config.clock, c.config.brokerTimeout)
+	wait := newBound(c.config.brokerTimeout, nil)
 	defer wait.Stop()
 	select {
 	case <-c.watched:
-	case <-wait.C:
+	case <-wait.Done():
 		c.sever("connection close")
 		if err == nil {
 			err = c.timeoutError("connection close", ErrCloseTimeout)

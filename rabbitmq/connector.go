@@ -158,7 +158,7 @@ func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapte
 
 	dialCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	expiry := newExpiry(c.config.clock, c.config.brokerTimeout, cancel)
+	expiry := newBound(c.config.brokerTimeout, cancel)
 	conn, err := c.config.dialer.Dial(dialCtx, rawAddress, config)
 	timedOut := expiry.Stop()
 	if err == nil && (timedOut || ctx.Err() != nil) {

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"runtime"
-	"slices"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/internal/transporttest"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -37,105 +37,12 @@ func receive[T any](t tb, c <-chan T, what string) T {
 	}
 }
 
-// fakeClock fires its timers only when the test calls Expire.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-	armed  chan time.Duration
+// inBubble and pass are the transport suite's bubble helpers.
+func inBubble[F any](t gunit.TestingT, fixture *F, setup, teardown, test func()) {
+	transporttest.InBubble(t, fixture, setup, teardown, test)
 }
 
-type fakeTimer struct {
-	d       time.Duration
-	f       func()
-	stopped bool
-	fired   bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.UnixMilli(1_700_000_000_000).UTC(), armed: make(chan time.Duration, 10_000)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	t := &fakeTimer{d: d, f: f}
-	c.timers = append(c.timers, t)
-	c.mu.Unlock()
-	c.armed <- d
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if t.stopped || t.fired {
-			return false
-		}
-		t.stopped = true
-		return true
-	}
-}
-
-// Expire fires every armed timer and returns how many fired.
-func (c *fakeClock) Expire() int {
-	c.mu.Lock()
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.fired {
-			t.fired = true
-			due = append(due, t)
-		}
-	}
-	c.timers = nil
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-	return len(due)
-}
-
-// awaitActive waits until at least n timers are armed and neither stopped nor fired.
-func (c *fakeClock) awaitActive(t tb, n int) {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for len(c.Active()) < n {
-		select {
-		case <-c.armed:
-		case <-deadline:
-			t.Fatalf("waited for %d armed timers; %d are", n, len(c.Active()))
-		}
-	}
-}
-
-// awaitOnly waits until exactly n timers are armed: after a publish, the bound
-// of the socket write itself must be stopped before a test expires the bound it
-// means to expire, or both fire.
-func (c *fakeClock) awaitOnly(t tb, n int) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for len(c.Active()) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for exactly %d armed timers; %d are", n, len(c.Active()))
-		}
-		runtime.Gosched()
-	}
-}
-
-// Active returns the durations of the timers armed and neither stopped nor fired.
-func (c *fakeClock) Active() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var active []time.Duration
-	for _, t := range c.timers {
-		if !t.stopped && !t.fired {
-			active = append(active, t.d)
-		}
-	}
-	return active
-}
+var pass = transporttest.Pass
 
 // fakeDialer hands out fake connections, or fails, or blocks until ctx ends.
 type fakeDialer struct {
@@ -408,19 +315,6 @@ func (ch *fakeChannel) Fail(method string, err error) {
 	ch.failing[method] = err
 }
 
-// awaitCall waits until method has been called, e.g. a publish that Block
-// holds in the socket.
-func (ch *fakeChannel) awaitCall(t tb, method string) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !slices.ContainsFunc(ch.Calls(), func(c fakeCall) bool { return c.method == method }) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for a call of %s", method)
-		}
-		runtime.Gosched()
-	}
-}
-
 func (ch *fakeChannel) Calls() []fakeCall {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
@@ -660,19 +554,17 @@ func (m *recordingMonitor) await(t tb, event string) {
 
 // harness wires a connector to fakes.
 type harness struct {
-	clock   *fakeClock
 	dialer  *fakeDialer
 	monitor *recordingMonitor
 	logs    *testenv.LogBuffer
 }
 
 func newHarness() *harness {
-	return &harness{clock: newFakeClock(), dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
+	return &harness{dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
 }
 
 func (h *harness) options(extra ...option) []option {
 	return append([]option{
-		withClock(h.clock),
 		Options.Dialer(h.dialer),
 		Options.Monitor(h.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),

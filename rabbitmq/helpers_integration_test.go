@@ -153,6 +153,8 @@ func testContext(t *testing.T) context.Context {
 }
 
 // eventually polls condition every 10ms until it holds or the limit passes.
+// It waits in real time: what it watches is the real broker's state, which
+// changes on the broker's own clock (a TTL, an alarm, a close it delivers).
 func eventually(t *testing.T, limit time.Duration, what string, condition func() bool) {
 	t.Helper()
 	stop := time.Now().Add(limit)

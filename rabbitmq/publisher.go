@@ -156,7 +156,7 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 		case <-paused:
 			stop = p.pausedError()
 		default:
-			stop = p.acquire(ctx, op, bound.C, paused, confirmsAtStart)
+			stop = p.acquire(ctx, op, bound.Done(), paused, confirmsAtStart)
 		}
 		if stop == nil {
 			stop = p.send(op, bound, w, i)
@@ -207,7 +207,7 @@ func (p *publisher) await(ctx context.Context, op operation, w *pendingWrite, bo
 		// (a caller that republishes it may create a duplicate, never a
 		// loss); it is not "not sent".
 		abandon = fmt.Errorf("%w; this message was written before the block and was not confirmed, so it may still arrive when the alarm clears: %w", p.pausedError(), messaging.ErrArrivalUnknown)
-	case <-bound.C:
+	case <-bound.Done():
 		timedOut = true
 		abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.conn.timeoutError(op.name, op.sentinel), messaging.ErrArrivalUnknown)
 	}
@@ -500,11 +500,11 @@ func (p *publisher) endedError() error {
 // close closes the channel within the broker timeout and waits for the drainer.
 func (p *publisher) close() error {
 	err := p.conn.closeChannel(p.ch)
-	wait := newDeadline(p.config.clock, p.config.brokerTimeout)
+	wait := newBound(p.config.brokerTimeout, nil)
 	defer wait.Stop()
 	select {
 	case <-p.ended:
-	case <-wait.C:
+	case <-wait.Done():
 		p.conn.sever("channel close")
 		if err == nil {
 			err = p.conn.timeoutError("channel close", ErrCloseTimeout)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -75,7 +76,7 @@ func (w *writer) Close() error {
 // *messaging.PublishError and publishes the others, so one bad field never
 // costs the rest of the write, nor the connection.
 func encodeAll(config *configuration, dispatches []messaging.Dispatch) []outgoing {
-	encoder := wire.NewEncoder(config.clock.Now(), config.origin)
+	encoder := wire.NewEncoder(time.Now(), config.origin)
 	messages := make([]outgoing, len(dispatches))
 	for i, d := range dispatches {
 		m, err := encodeDispatch(d, &encoder, config.maxMessageSize)
