@@ -28,7 +28,7 @@ import (
 // opened to it. It implements messaging.Connector and offers helpers that
 // arrange and inspect its state in tests. The zero value is not usable; call New.
 type Broker struct {
-	config configuration
+	config config
 
 	mu          sync.Mutex
 	closed      bool
@@ -50,9 +50,9 @@ var _ messaging.Connector = (*Broker)(nil)
 // New returns an empty broker with the predeclared exchanges amq.direct,
 // amq.fanout and amq.topic, and the default exchange "" that routes a message
 // to the queue named by its routing key.
-func New(options ...option) *Broker {
+func New(options ...Option) *Broker {
 	b := &Broker{
-		config:      newConfiguration(options),
+		config:      newConfig(options),
 		exchanges:   map[string]*exchange{},
 		queues:      map[string]*queue{},
 		connections: map[*connection]struct{}{},

@@ -17,7 +17,7 @@ import (
 // blocked notifications and severs the socket when a wait on the broker passes the
 // broker timeout.
 type connection struct {
-	config *configuration
+	config *config
 	raw    adapter.Connection
 	// forget tells the connector the connection ended; lost is true when the
 	// broker or the network ended it, not the application.
@@ -33,9 +33,9 @@ type connection struct {
 	paused        chan struct{} // closed while the broker blocks the connection
 }
 
-func newConnection(config *configuration, raw adapter.Connection, forget func(*connection, bool)) *connection {
+func newConnection(cfg *config, raw adapter.Connection, forget func(*connection, bool)) *connection {
 	c := &connection{
-		config:  config,
+		config:  cfg,
 		raw:     raw,
 		forget:  forget,
 		watched: make(chan struct{}),

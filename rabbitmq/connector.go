@@ -1,7 +1,7 @@
 // Package rabbitmq is the RabbitMQ transport: a messaging.Connector over
 // github.com/rabbitmq/amqp091-go with publisher confirms, mandatory returns matched
 // to their messages, blocked-connection notifications, and a bound on every wait on
-// the broker. Configure it with the Options singleton.
+// the broker. Configure New with Options (OptionSet lists them).
 package rabbitmq
 
 import (
@@ -18,7 +18,7 @@ import (
 )
 
 type connector struct {
-	config *configuration
+	config *config
 
 	mu     sync.Mutex
 	closed bool
@@ -30,9 +30,9 @@ type connector struct {
 
 // New returns a Connector whose every Connect dials a new AMQP connection. Its
 // Close closes every connection it opened that is still open.
-func New(options ...option) messaging.Connector {
-	config := newConfiguration(options...)
-	return &connector{config: &config, open: map[*connection]struct{}{}}
+func New(options ...Option) messaging.Connector {
+	cfg := newConfig(options)
+	return &connector{config: &cfg, open: map[*connection]struct{}{}}
 }
 
 // Connect dials the broker and completes the handshake within the broker timeout.

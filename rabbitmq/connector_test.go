@@ -29,12 +29,12 @@ func (f *ConnectorFixture) Setup() {
 	f.h = newHarness()
 }
 
-func (f *ConnectorFixture) connector(extra ...option) messaging.Connector {
+func (f *ConnectorFixture) connector(extra ...Option) messaging.Connector {
 	return New(f.h.options(extra...)...)
 }
 
 func (f *ConnectorFixture) TestDefaultsReplaceZeroAndNegativeValues() {
-	config := newConfiguration(Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5))
+	config := newConfig([]Option{Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5)})
 
 	f.So(config.addresses, should.Equal, []string{"amqp://guest:guest@127.0.0.1:5672/"})
 	f.So(config.heartbeat, should.Equal, 10*time.Second)

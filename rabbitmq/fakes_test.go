@@ -563,8 +563,8 @@ func newHarness() *harness {
 	return &harness{dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
 }
 
-func (h *harness) options(extra ...option) []option {
-	return append([]option{
+func (h *harness) options(extra ...Option) []Option {
+	return append([]Option{
 		Options.Dialer(h.dialer),
 		Options.Monitor(h.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),

@@ -23,7 +23,7 @@ const minimumUnclaimedReturns = 64
 type publisher struct {
 	conn   *connection
 	ch     adapter.Channel
-	config *configuration
+	config *config
 	slots  chan struct{} // one token per publish awaiting its confirm
 	ended  chan struct{} // closed when the channel has ended and every pending publish is answered
 
