@@ -35,7 +35,7 @@ func openStream(t *testing.T, conn messaging.Connection, config messaging.Stream
 
 func read(t *testing.T, s messaging.Stream) messaging.Delivery {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), settle)
 	defer cancel()
 	var d messaging.Delivery
 	if err := s.Read(ctx, &d); err != nil {
@@ -202,7 +202,7 @@ func TestExpirationOfOneSecondTravelsInMillisecondsAndTheMessageExpires(t *testi
 	if peeked.Expiration != expected {
 		t.Fatalf("expiration property = %q; want %q (one second in milliseconds)", peeked.Expiration, expected)
 	}
-	eventually(t, 5*time.Second, "the message expiring", func() bool { return b.count(queue) == 0 })
+	eventually(t, settle, "the message expiring", func() bool { return b.count(queue) == 0 })
 }
 
 func TestStreamDeclaresTopologyAndSettlementQueues(t *testing.T) {
