@@ -467,6 +467,18 @@ func (ch *fakeChannel) Return(id, exchange, key string) {
 	}
 }
 
+// ReturnPublished sends the basic.return the broker sends for a mandatory
+// publish that reached no queue: with the message's own properties and
+// headers.
+func (ch *fakeChannel) ReturnPublished(p fakePublish) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, c := range ch.returns {
+		c <- amqp.Return{ReplyCode: amqp.NoRoute, ReplyText: "NO_ROUTE", Exchange: p.exchange, RoutingKey: p.key,
+			MessageId: p.msg.MessageId, Headers: p.msg.Headers}
+	}
+}
+
 // Deliver hands the consumer a delivery.
 func (ch *fakeChannel) Deliver(d amqp.Delivery) { ch.deliveries <- d }
 

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -375,13 +376,24 @@ func (p *publisher) fileBuffered(returns <-chan amqp.Return) <-chan amqp.Return 
 func (p *publisher) file(r amqp.Return) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := returnKey{id: r.MessageId, exchange: r.Exchange, key: r.RoutingKey}
+	k := returnKey{id: returnedID(r), exchange: r.Exchange, key: r.RoutingKey}
 	p.returned[k] = append(p.returned[k], r)
 	p.returnOrder = append(p.returnOrder, k)
 	limit := max(minimumUnclaimedReturns, cap(p.slots))
 	for len(p.returnOrder) > limit {
 		p.takeReturn(p.returnOrder[0])
 	}
+}
+
+// returnedID is the id of the message a return gives back: its x-acemq-id
+// header, which every message this transport publishes carries whole, else
+// its message-id property (empty when the id was too long for one, as a
+// Verbatim copy's may be).
+func returnedID(r amqp.Return) string {
+	if id := wire.Text(r.Headers[wire.HeaderID]); id != "" {
+		return id
+	}
+	return r.MessageId
 }
 
 // claimReturn takes the oldest unclaimed return of a mandatory message's key. A
@@ -425,9 +437,10 @@ func (p *publisher) settle(c amqp.Confirmation) {
 	delete(p.pending, c.DeliveryTag)
 	m := f.message()
 	result := messaging.PublishResult{MessageID: m.id, Confirmed: c.Ack, Routed: c.Ack}
+	r, returned := p.claimReturn(m) // a nack's return is discarded with it
 	if !c.Ack {
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q was refused by the broker (basic.nack); publish it again or investigate the broker: %w", m.id, m.exchange, m.key, messaging.ErrRefused)
-	} else if r, returned := p.claimReturn(m); returned {
+	} else if returned {
 		result.Routed = false
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q reached no queue (%d %s); the broker dropped it: %w", m.id, m.exchange, m.key, r.ReplyCode, r.ReplyText, messaging.ErrUnroutable)
 	}

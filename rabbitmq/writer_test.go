@@ -143,6 +143,42 @@ func (f *WriterFixture) TestAReturnIsMatchedToItsMessageByID() {
 	f.So(publishErr.Results[2].Err, should.BeNil)
 }
 
+// A Verbatim copy whose id is too long for the message-id property travels
+// with its id in its header only, and so does the broker's return of it.
+func (f *WriterFixture) TestAnUnroutableCopyWhoseIDIsTooLongForThePropertyIsReportedUnroutable() {
+	id := strings.Repeat("i", 300)
+	result := f.write(context.Background(), messaging.Dispatch{RoutingKey: "nowhere", MessageID: id, Mandatory: true, Verbatim: true})
+	published := f.published()
+	f.So(published.msg.MessageId, should.BeEmpty)
+
+	f.channel.ReturnPublished(published)
+	f.channel.Answer(1, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, messaging.ErrUnroutable), should.BeTrue)
+}
+
+// A return the broker sent before nacking its message is that message's:
+// it is discarded with the nack, not left for a later message of the same id
+// and key to claim.
+func (f *WriterFixture) TestANackDiscardsTheReturnThatCameBeforeIt() {
+	dispatch := messaging.Dispatch{RoutingKey: "q", MessageID: "same", Mandatory: true}
+	first := f.write(context.Background(), dispatch)
+	f.published()
+	f.channel.Return("same", "", "q")
+	f.channel.Answer(1, false)
+	f.So(errors.Is(receive(f.T(), first, "the first Write").err, messaging.ErrRefused), should.BeTrue)
+
+	second := f.write(context.Background(), dispatch)
+	f.published()
+	f.channel.Answer(2, true)
+	got := receive(f.T(), second, "the second Write")
+
+	f.So(got.n, should.Equal, 1)
+	f.So(got.err, should.BeNil)
+}
+
 func (f *WriterFixture) TestANackIsARefusal() {
 	result := f.write(context.Background(), messaging.Dispatch{RoutingKey: "q", MessageID: "m"})
 	f.published()
