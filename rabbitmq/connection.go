@@ -230,7 +230,7 @@ func (c *connection) closeChannel(ch adapter.Channel) error {
 		return nil
 	}
 	err := c.call("channel close", ErrCloseTimeout, ch.Close)
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // closed already: nothing left to close
 		return nil
 	}
 	return err
@@ -252,7 +252,7 @@ func (c *connection) Close() error {
 	} else {
 		err = c.call("connection close", ErrCloseTimeout, c.raw.Close)
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // closed already, by the broker or the network
 		err = nil
 	}
 	wait := newBound(c.config.brokerTimeout, nil)

@@ -238,7 +238,7 @@ func (s *stream) Close() error {
 	if !s.poll {
 		err = s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // the channel is gone, and its consumer with it
 		err = nil
 	}
 	if errors.Is(err, ErrCloseTimeout) {
