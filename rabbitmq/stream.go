@@ -92,7 +92,7 @@ func (s *stream) get(ctx context.Context, delivery *messaging.Delivery) error {
 		return err
 	})
 	switch {
-	case errors.Is(err, amqp.ErrClosed):
+	case errors.Is(err, messaging.ErrClosed):
 		return s.endedError()
 	case err != nil:
 		return fmt.Errorf("read from stream %q: %w", s.queue, err)
@@ -238,7 +238,7 @@ func (s *stream) Close() error {
 	if !s.poll {
 		err = s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // the channel is gone, and its consumer with it
 		err = nil
 	}
 	if errors.Is(err, ErrCloseTimeout) {

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"AFieldOverItsWireLimitIsRefusedAloneAndTheOthersArePublished", wireLimitRefusesAlone},
 		{"ACommitRefusesAFieldOverItsWireLimitAloneAndPublishesTheOthers", wireLimitRefusesAloneOnCommit},
 		{"AVerbatimCopyWithOverLongEnvelopeValuesTravelsWhole", verbatimCopyTravels},
+		{"AnUnroutableVerbatimCopyWithAnOverLongIDIsReportedUnroutable", verbatimCopyUnroutable},
 		{"ExclusiveQueueIsLockedToItsConnection", exclusiveQueue},
 		{"ClosedStreamsAndWritersFailClosed", closedFailClosed},
 		{"AcknowledgingAnUnknownDeliveryAcknowledgesNone", unknownAcknowledgement},
