@@ -117,6 +117,7 @@ func (r *reader) start(ctx context.Context, channel *adapter.Channel, config mes
 		queue:       queue,
 		closes:      closes,
 		poll:        config.Poll,
+		streamQueue: consumesStreamQueue(config),
 		turn:        make(chan struct{}, 1),
 		outstanding: map[uint64]struct{}{},
 	}
@@ -176,4 +177,14 @@ func (r *reader) Close() error {
 		errs = append(errs, r.conn.closeChannel(spare))
 	}
 	return errors.Join(errs...)
+}
+
+// consumesStreamQueue reports whether config consumes a RabbitMQ stream queue:
+// one declared of that type, or a consumer that names a stream offset.
+func consumesStreamQueue(config messaging.StreamConfig) bool {
+	if config.QueueType == messaging.QueueStream {
+		return true
+	}
+	_, offset := config.ConsumerArguments["x-stream-offset"]
+	return offset
 }

@@ -27,6 +27,10 @@ type stream struct {
 	closes     <-chan *amqp.Error
 	forget     func(*stream)
 	poll       bool // read with basic.get; no consumer, no deliveries channel
+	// streamQueue is set for a consumer of a RabbitMQ stream queue, which
+	// refuses basic.nack by closing the whole connection: Requeue refuses
+	// it here instead.
+	streamQueue bool
 
 	// turn is a mutex that a waiting Read can give up when its ctx ends: the
 	// Read holding it receives a delivery and registers its tag as one step. It
@@ -192,6 +196,13 @@ func (s *stream) Acknowledge(ctx context.Context, deliveries ...messaging.Delive
 	return nil
 }
 
+// ErrRequeueOnStreamQueue is Requeue's answer on a consumer of a RabbitMQ
+// stream queue: a stream keeps every message and has no way to return one,
+// and the broker answers basic.nack on it by closing the whole connection (540
+// NOT_IMPLEMENTED), so the request is refused before anything is sent. The
+// delivery stays unacknowledged.
+var ErrRequeueOnStreamQueue = errors.New("rabbitmq: a stream queue cannot return one delivery (the broker would close the connection for it); nothing was sent")
+
 // Requeue returns one delivery to its queue (basic.nack of its tag, not
 // multiple, with requeue) while the other deliveries the stream holds stay
 // unacknowledged and the stream goes on; the broker delivers it again marked
@@ -211,6 +222,9 @@ func (s *stream) Requeue(ctx context.Context, delivery messaging.Delivery) error
 	defer s.mu.Unlock()
 	if _, ok := s.outstanding[tag]; !ok {
 		return fmt.Errorf("delivery %d is not awaiting acknowledgement on stream %q (settled already, or read from another stream); nothing was requeued", tag, s.queue)
+	}
+	if s.streamQueue {
+		return fmt.Errorf("requeue delivery %d on %q: %w", tag, s.queue, ErrRequeueOnStreamQueue)
 	}
 	err := s.conn.call("requeue", ErrAcknowledgeTimeout, func() error { return s.ch.Nack(tag, false, true) })
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/internal/transporttest"
+	"github.com/warrenmq/messaging/rabbitmq"
 )
 
 func openStream(t *testing.T, conn messaging.Connection, config messaging.StreamConfig) messaging.Stream {
@@ -281,5 +282,40 @@ func TestReadFailsClearlyWhenTheQueueIsMissing(t *testing.T) {
 	}
 	if errors.Is(err, messaging.ErrClosed) {
 		t.Fatalf("error %v claims the reader was closed", err)
+	}
+}
+
+// A stream queue has no way to return one message, and RabbitMQ answers a
+// basic.nack on one by closing the whole connection: Requeue refuses it
+// before anything is sent, and the connection and the stream go on.
+func TestRequeueOnAStreamQueueIsRefusedWithoutClosingTheConnection(t *testing.T) {
+	b := newBroker(t, testenv.Broker(t))
+	queue := testenv.Name(t, "requeue-stream")
+	b.deleteQueueAtEnd(queue)
+	conn := connect(t, b.url)
+	s := openStream(t, conn, messaging.StreamConfig{
+		StreamName: queue, EstablishTopology: true, QueueType: messaging.QueueStream, BufferCapacity: 10,
+		ConsumerArguments: map[string]any{"x-stream-offset": "first"},
+	})
+	writer := openWriter(t, conn)
+	for range 2 {
+		if _, err := writer.Write(testContext(t), messaging.Dispatch{RoutingKey: queue}); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	first := read(t, s)
+	requeuer, ok := messaging.As[messaging.Requeuer](s)
+	if !ok {
+		t.Fatal("the stream offers no Requeuer")
+	}
+	if err := requeuer.Requeue(testContext(t), first); !errors.Is(err, rabbitmq.ErrRequeueOnStreamQueue) {
+		t.Fatalf("Requeue on a stream queue: %v; want ErrRequeueOnStreamQueue", err)
+	}
+	second := read(t, s)
+	if err := s.Acknowledge(testContext(t), first, second); err != nil {
+		t.Fatalf("the stream is unusable after a refused requeue: %v", err)
+	}
+	if _, err := writer.Write(testContext(t), messaging.Dispatch{RoutingKey: queue}); err != nil {
+		t.Fatalf("the connection is unusable after a refused requeue: %v", err)
 	}
 }
