@@ -137,8 +137,8 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 	m.transactions = counterVec("handler_transactions_total", "Handler transactions by event (started, committed, rolled_back) and result.", "event", "result")
 	m.encoded = counterVec("serialization_encoded_total", "Messages encoded, by result.", "result")
 	m.decoded = counterVec("serialization_decoded_total", "Messages decoded, by result.", "result")
-	m.idempotency = counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released).", "stream", "outcome")
-	m.idempotencyErrors = counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, confirm, release).", "stream", "operation")
+	m.idempotency = counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released, claim_lost).", "stream", "outcome")
+	m.idempotencyErrors = counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, renew, confirm, release).", "stream", "operation")
 	m.orderingWaits = counterVec("ordering_waits_total", "Messages that waited behind an earlier message with the same ordering key.", "stream")
 	m.orderingWaitSeconds = prom.NewHistogramVec(prom.HistogramOpts{Name: "ordering_wait_seconds", Help: "Time a message waited behind an earlier message with the same ordering key.",
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"stream"})

@@ -108,7 +108,6 @@ const DefaultTable = "acemq_idempotency"
 
 type storeConfig struct {
 	claimTimeout time.Duration
-	now          func() time.Time
 	table        string
 }
 
@@ -122,9 +121,6 @@ func newStoreConfig(options []storeOption) storeConfig {
 	if c.claimTimeout <= 0 {
 		c.claimTimeout = DefaultClaimTimeout
 	}
-	if c.now == nil {
-		c.now = time.Now
-	}
 	if c.table == "" {
 		c.table = DefaultTable
 	}
@@ -136,11 +132,6 @@ func newStoreConfig(options []storeOption) storeConfig {
 // within it is taken again by the next delivery of its message.
 func (storeSingleton) ClaimTimeout(timeout time.Duration) storeOption {
 	return func(c *storeConfig) { c.claimTimeout = timeout }
-}
-
-// Clock replaces time.Now, for tests.
-func (storeSingleton) Clock(now func() time.Time) storeOption {
-	return func(c *storeConfig) { c.now = now }
 }
 
 // Table names the SQL store's table (default DefaultTable,

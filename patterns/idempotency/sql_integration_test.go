@@ -3,6 +3,7 @@ package idempotency
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -66,93 +67,146 @@ func sqlTable(t *testing.T, b backend, db *sql.DB) string {
 	return table
 }
 
-// clock is a settable clock for leases.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newSQLStore(t *testing.T, b backend, db DB, table string, c *clock) *SQLStore {
+func newSQLStore(t *testing.T, b backend, db DB, table string) *SQLStore {
 	t.Helper()
-	store, err := NewSQLStore(db, b.dialect, StoreOptions.Table(table), StoreOptions.ClaimTimeout(time.Minute), StoreOptions.Clock(c.Now))
+	store, err := NewSQLStore(db, b.dialect, StoreOptions.Table(table), StoreOptions.ClaimTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return store
 }
 
-func mustClaim(t *testing.T, store *SQLStore, key string, want ClaimResult) {
+// age moves key's row back in time by d, as if it had been claimed (or
+// confirmed) that long ago: a lease ends without waiting for it.
+func age(t *testing.T, b backend, db *sql.DB, table, key string, d time.Duration) {
+	t.Helper()
+	column := "key"
+	if b.dialect.IsMySQL() {
+		column = "`key`"
+	}
+	query := b.dialect.Rebind("UPDATE " + table + " SET handled_at = ? WHERE " + column + " = ?")
+	if _, err := db.Exec(query, b.dialect.Time(time.Now().Add(-d)), key); err != nil {
+		t.Fatalf("age %q: %v", key, err)
+	}
+}
+
+func mustClaim(t *testing.T, store *SQLStore, key string, want ClaimResult) Claim {
 	t.Helper()
 	got, err := store.TryClaim(context.Background(), key)
 	if err != nil {
 		t.Fatalf("TryClaim(%q): %v", key, err)
 	}
-	if got != want {
-		t.Fatalf("TryClaim(%q) = %s, want %s", key, got, want)
+	if got.Result != want || got.Key != key {
+		t.Fatalf("TryClaim(%q) = %s of %q, want %s", key, got.Result, got.Key, want)
+	}
+	if (got.Owner != "") != (want == Claimed) {
+		t.Fatalf("TryClaim(%q) = %s with owner %q", key, got.Result, got.Owner)
+	}
+	return got
+}
+
+func mustBeLost(t *testing.T, err error, what string) {
+	t.Helper()
+	if !errors.Is(err, ErrClaimLost) {
+		t.Fatalf("%s: %v; want ErrClaimLost", what, err)
 	}
 }
 
 func TestSQLStoreClaimDuplicateInProgress(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
-		c := &clock{now: time.Now().UTC()}
-		store := newSQLStore(t, b, db, sqlTable(t, b, db), c)
+		table := sqlTable(t, b, db)
+		store := newSQLStore(t, b, db, table)
 		ctx := context.Background()
-		mustClaim(t, store, "k", Claimed)
-		c.advance(30 * time.Second)
+		c := mustClaim(t, store, "k", Claimed)
+		if c.Lease != time.Minute {
+			t.Errorf("the claim's lease is %s; want the claim timeout", c.Lease)
+		}
 		mustClaim(t, store, "k", InProgress)
-		if err := store.Confirm(ctx, "k"); err != nil {
+		if err := store.Confirm(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		mustClaim(t, store, "k", Duplicate)
-		c.advance(time.Hour) // a confirmed key has no lease
+		age(t, b, db, table, "k", time.Hour) // a confirmed key has no lease
 		mustClaim(t, store, "k", Duplicate)
-		taken, err := store.Claim(ctx, "k")
-		if taken || err != nil {
-			t.Fatalf("Claim = %v, %v; want false, nil", taken, err)
-		}
 	})
 }
 
 func TestSQLStoreLeaseExpiry(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
-		c := &clock{now: time.Now().UTC()}
-		store := newSQLStore(t, b, db, sqlTable(t, b, db), c)
+		table := sqlTable(t, b, db)
+		store := newSQLStore(t, b, db, table)
 		mustClaim(t, store, "k", Claimed)
-		c.advance(59 * time.Second)
+		age(t, b, db, table, "k", 59*time.Second)
 		mustClaim(t, store, "k", InProgress)
-		c.advance(2 * time.Second)
-		mustClaim(t, store, "k", Claimed) // the crashed holder's key is taken again
-		c.advance(30 * time.Second)
+		age(t, b, db, table, "k", 61*time.Second)
+		mustClaim(t, store, "k", Claimed)    // the crashed holder's key is taken again
 		mustClaim(t, store, "k", InProgress) // under the new holder's lease
+	})
+}
+
+// The first holder's lease ran out and a second delivery took the key: the
+// first can neither release nor confirm the second's claim, nor renew its
+// own; the second's work is confirmed.
+func TestSQLStoreALateHolderCannotTouchTheClaimThatReplacedIt(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
+		table := sqlTable(t, b, db)
+		store := newSQLStore(t, b, db, table)
+		ctx := context.Background()
+		first := mustClaim(t, store, "k", Claimed)
+		age(t, b, db, table, "k", 2*time.Minute)
+		second := mustClaim(t, store, "k", Claimed)
+		if second.Owner == first.Owner {
+			t.Fatalf("the retaken claim kept the owner %q", first.Owner)
+		}
+		if err := store.Release(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, store, "k", InProgress) // still the second's
+		mustBeLost(t, store.Renew(ctx, first), "the first holder's Renew")
+		mustBeLost(t, store.Confirm(ctx, first), "the first holder's Confirm")
+		mustClaim(t, store, "k", InProgress)
+		if err := store.Confirm(ctx, second); err != nil {
+			t.Fatal(err)
+		}
+		mustClaim(t, store, "k", Duplicate)
+	})
+}
+
+// A renewal restarts the lease; two renewals in a row (the second changing
+// nothing on MySQL, which counts changed rows) are both the caller's.
+func TestSQLStoreARenewedClaimKeepsItsKey(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
+		table := sqlTable(t, b, db)
+		store := newSQLStore(t, b, db, table)
+		ctx := context.Background()
+		c := mustClaim(t, store, "k", Claimed)
+		age(t, b, db, table, "k", 2*time.Minute)
+		for range 2 {
+			if err := store.Renew(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustClaim(t, store, "k", InProgress)
+		if err := store.Confirm(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		mustBeLost(t, store.Renew(ctx, c), "Renew after Confirm")
+		mustBeLost(t, store.Confirm(ctx, Claim{Key: "absent", Owner: "x"}), "Confirm of a key never claimed")
 	})
 }
 
 func TestSQLStoreReleaseAndConfirm(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
-		c := &clock{now: time.Now().UTC()}
-		store := newSQLStore(t, b, db, sqlTable(t, b, db), c)
+		store := newSQLStore(t, b, db, sqlTable(t, b, db))
 		ctx := context.Background()
-		mustClaim(t, store, "a", Claimed)
-		if err := store.Release(ctx, "a"); err != nil {
+		if err := store.Release(ctx, mustClaim(t, store, "a", Claimed)); err != nil {
 			t.Fatal(err)
 		}
-		mustClaim(t, store, "a", Claimed) // a failed handler's retry runs
-		if err := store.Confirm(ctx, "a"); err != nil {
+		c := mustClaim(t, store, "a", Claimed) // a failed handler's retry runs
+		if err := store.Confirm(ctx, c); err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Release(ctx, "a"); err != nil {
+		if err := store.Release(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		mustClaim(t, store, "a", Duplicate) // a late release forgets no work done
@@ -161,12 +215,13 @@ func TestSQLStoreReleaseAndConfirm(t *testing.T) {
 
 func TestSQLStorePrune(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
-		c := &clock{now: time.Now().UTC()}
-		store := newSQLStore(t, b, db, sqlTable(t, b, db), c)
+		table := sqlTable(t, b, db)
+		store := newSQLStore(t, b, db, table)
 		ctx := context.Background()
-		mustClaim(t, store, "old", Claimed)
-		_ = store.Confirm(ctx, "old")
-		c.advance(2 * time.Hour)
+		if err := store.Confirm(ctx, mustClaim(t, store, "old", Claimed)); err != nil {
+			t.Fatal(err)
+		}
+		age(t, b, db, table, "old", 2*time.Hour)
 		mustClaim(t, store, "new", Claimed)
 		pruned, err := store.Prune(ctx, time.Hour)
 		if err != nil || pruned != 1 {
@@ -200,7 +255,7 @@ func TestSQLStoreOneClaimAmongConcurrentClaimers(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					results[r]++
+					results[r.Result]++
 					mu.Unlock()
 				}()
 			}
@@ -217,20 +272,18 @@ func TestSQLStoreOneClaimAmongConcurrentClaimers(t *testing.T) {
 func TestSQLStoreInATransaction(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
 		table := sqlTable(t, b, db)
-		c := &clock{now: time.Now().UTC()}
 		tx, err := db.Begin()
 		if err != nil {
 			t.Fatal(err)
 		}
-		inTx := newSQLStore(t, b, tx, table, c)
-		mustClaim(t, inTx, "k", Claimed)
-		if err := inTx.Confirm(context.Background(), "k"); err != nil {
+		inTx := newSQLStore(t, b, tx, table)
+		if err := inTx.Confirm(context.Background(), mustClaim(t, inTx, "k", Claimed)); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		mustClaim(t, newSQLStore(t, b, db, table, c), "k", Claimed)
+		mustClaim(t, newSQLStore(t, b, db, table), "k", Claimed)
 	})
 }
 
