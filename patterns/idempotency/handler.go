@@ -116,8 +116,10 @@ func (h *handler) claim(ctx context.Context, message any, delivery messaging.Del
 	defer cancel()
 	claim, err := h.store.TryClaim(storeCtx, key)
 	if err != nil {
-		h.config.monitor.StoreFailed(delivery.SourceQueue, OperationClaim, err)
-		err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", key, delivery.MessageID, err)
+		if !messaging.IsFatal(err) { // a key the store refuses is the message's, not the store's
+			h.config.monitor.StoreFailed(delivery.SourceQueue, OperationClaim, err)
+		}
+		err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", shorten(key), shorten(delivery.MessageID), err)
 		if messaging.IsOutage(err) || ctx.Err() != nil {
 			panic(messaging.Outage(err))
 		}

@@ -6,10 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/sqldialect"
 )
+
+// MaxKeyLength is the longest key, in characters, the SQL store's key column
+// holds (VARCHAR(255), the layout every AceMQ library uses). TryClaim refuses
+// a longer key at once, as a messaging.Fatal error, rather than sending it to
+// a database that fails the claim (MySQL: "Data too long") or cuts it short.
+const MaxKeyLength = 255
 
 // DB is what the SQL store needs of a database: *sql.DB, *sql.Conn and *sql.Tx
 // all have it, so a store over a *sql.Tx writes in that transaction.
@@ -92,6 +99,10 @@ func (s *SQLStore) Schema() string {
 // InProgress. A driver that cannot report the rows a statement changed makes
 // it fail rather than guess.
 func (s *SQLStore) TryClaim(ctx context.Context, key string) (Claim, error) {
+	if n := utf8.RuneCountInString(key); n > MaxKeyLength {
+		return Claim{}, messaging.Fatal(fmt.Errorf("idempotency: the key %q is %d characters long and %s holds keys of at most %d (VARCHAR(%d)), so this message cannot be guarded and is refused: give it a shorter id, or a shorter key with Options.IdempotentBy (a hash of the long one)",
+			shorten(key), n, s.table, MaxKeyLength, MaxKeyLength))
+	}
 	now := time.Now().UTC()
 	claim := Claim{Key: key, Result: Claimed, Owner: messaging.NewID(), Lease: s.lease}
 	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.dialect.Time(now), claim.Owner)
@@ -192,6 +203,14 @@ func (s *SQLStore) exec(ctx context.Context, operation, key, query string, args 
 		return 0, fmt.Errorf("idempotency: %s key %q in %s: the driver cannot report the rows changed, and the store will not guess: %w", operation, key, s.table, err)
 	}
 	return n, nil
+}
+
+// shorten keeps the start of a key of more than 64 characters, for an error.
+func shorten(key string) string {
+	if runes := []rune(key); len(runes) > 64 {
+		return string(runes[:32]) + "..."
+	}
+	return key
 }
 
 // keyColumn is the key column, quoted where the word is reserved (MySQL).

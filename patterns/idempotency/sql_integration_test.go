@@ -300,3 +300,16 @@ func TestSQLStoreSchema(t *testing.T) {
 		t.Fatal("a table name that is not an identifier was accepted")
 	}
 }
+
+// A key of 255 characters (multi-byte ones included) is claimed; one more is
+// refused before the database sees it, as a fatal error naming the limit.
+func TestSQLStoreRefusesAKeyOverItsLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
+		store := newSQLStore(t, b, db, sqlTable(t, b, db))
+		mustClaim(t, store, strings.Repeat("é", MaxKeyLength), Claimed)
+		_, err := store.TryClaim(context.Background(), strings.Repeat("é", MaxKeyLength+1))
+		if !messaging.IsFatal(err) || !strings.Contains(err.Error(), "at most 255") {
+			t.Fatalf("TryClaim of a 256-character key: %v; want a fatal error naming the limit", err)
+		}
+	})
+}
