@@ -59,22 +59,32 @@ func (octets) Deserialize(payload []byte, target any) error {
 	return nil
 }
 
-// flakyStore fails Get on chosen keys a set number of times, then answers.
+// flakyStore fails Get on chosen keys (every key's first reads when first is
+// set) a set number of times, then answers; it fails with its err, or
+// errStoreDown.
 type flakyStore struct {
 	Store
 	mu    sync.Mutex
 	fails map[string]int
 	gets  map[string]int
+	first int
+	err   func(key string) error
 }
 
 func (s *flakyStore) Get(key string) ([]byte, bool, error) {
 	s.mu.Lock()
+	if _, seen := s.gets[key]; !seen && s.first > 0 {
+		s.fails[key] = s.first
+	}
 	s.gets[key]++
 	fail := s.fails[key] > 0
 	if fail {
 		s.fails[key]--
 	}
 	s.mu.Unlock()
+	if fail && s.err != nil {
+		return nil, false, s.err(key)
+	}
 	if fail {
 		return nil, false, errStoreDown
 	}
@@ -93,9 +103,10 @@ func (s *flakyStore) count(key string) int {
 // threshold-1, threshold and threshold+1 bytes take their forms; bodies
 // framed by hand as another AceMQ library writes them, and an unframed body
 // as a live queue still carries, decode; a claim whose Get fails twice is
-// retried through the policy and handled, one whose Get always fails is
-// dead-lettered when the budget is spent; a key the store lacks is parked
-// with a reason that names it. Every message is counted by id.
+// held and handled, one whose Get always fails with an error the store marks
+// messaging.Retryable is dead-lettered when the budget is spent; a key the
+// store lacks is parked with a reason that names it. Every message is counted
+// by id.
 func TestClaimCheckOnTheBroker(t *testing.T) {
 	url := testenv.Broker(t)
 	queue := testenv.Name(t, "claimcheck")
@@ -124,6 +135,12 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	missingKey := messaging.NewID()
 	downKey := writeByHand(`{"id":"down","blob":"never read"}`)
 	flaky := &flakyStore{Store: files, fails: map[string]int{flakyKey: 2, downKey: 1 << 30}, gets: map[string]int{}}
+	flaky.err = func(key string) error {
+		if key == downKey { // a store that says its failure is the message's to pay for
+			return messaging.Retryable(errStoreDown)
+		}
+		return errStoreDown
+	}
 
 	publisherCodec, _ := New(nil, files)
 	consumerCodec, _ := New(nil, flaky)
@@ -272,10 +289,10 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 		t.Errorf("handled %v; want exactly %d ids", handled, len(want))
 	}
 	if got := flaky.count(flakyKey); got != 3 {
-		t.Errorf("the flaky store was asked for its key %d times; want 3 (two failures retried through the policy)", got)
+		t.Errorf("the flaky store was asked for its key %d times; want 3 (two failures held, then read)", got)
 	}
 	if got := flaky.count(downKey); got != attempts {
-		t.Errorf("the store that never answered was asked %d times; want the policy's %d attempts", got, attempts)
+		t.Errorf("the store that always refused (Retryable) was asked %d times; want the policy's %d attempts", got, attempts)
 	}
 	dlqReason, _ := deadLettered.Headers["x-acemq-error"].(string)
 	if deadLettered.MessageId != "down" || !strings.Contains(dlqReason, fmt.Sprintf("cannot read the claim check %q from the store", downKey)) {
