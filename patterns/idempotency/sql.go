@@ -43,11 +43,15 @@ type SQLStore struct {
 // NewSQLStore returns a store over db in dialect (sqldialect.MySQL,
 // sqldialect.PostgreSQL or sqldialect.SQLite). StoreOptions.Table and
 // ClaimTimeout apply. It creates nothing: apply Schema with your migrations.
-// The error is a table name that is not a plain identifier.
+// The error is a table name that is not a plain identifier, or
+// ErrClientFoundRows for a MySQL handle opened with clientFoundRows=true.
 func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQLStore, error) {
 	c := newStoreConfig(options)
 	if err := sqldialect.CheckTable("idempotency", c.table); err != nil {
 		return nil, err
+	}
+	if dialect.IsMySQL() && reportsFoundRows(db) {
+		return nil, ErrClientFoundRows
 	}
 	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, table: c.table}
 	key := s.keyColumn()

@@ -313,3 +313,46 @@ func TestSQLStoreRefusesAKeyOverItsLimit(t *testing.T) {
 		}
 	})
 }
+
+// A MySQL handle opened with clientFoundRows=true would read every duplicate
+// as claimed: NewSQLStore refuses it, and a *sql.Conn or *sql.Tx of it, and
+// takes the same DSN without the parameter. Opening makes no connection, so
+// only the Conn and Tx cases reach MariaDB.
+func TestSQLStoreRefusesAHandleThatReportsFoundRows(t *testing.T) {
+	found, err := sql.Open("mysql", testenv.MySQLDSN+"&clientFoundRows=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer found.Close()
+	if _, err := NewSQLStore(found, sqldialect.MySQL); !errors.Is(err, ErrClientFoundRows) {
+		t.Fatalf("NewSQLStore over a clientFoundRows handle: %v; want ErrClientFoundRows", err)
+	}
+	if _, err := NewSQLStore(found, sqldialect.PostgreSQL); err != nil {
+		t.Fatalf("the check is MySQL's only: %v", err)
+	}
+	plain, err := sql.Open("mysql", testenv.MySQLDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := NewSQLStore(plain, sqldialect.MySQL); err != nil {
+		t.Fatalf("NewSQLStore over a plain handle: %v", err)
+	}
+	testenv.MySQL(t) // the lock, and a check that MariaDB answers
+	ctx := context.Background()
+	conn, err := found.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := found.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for name, db := range map[string]DB{"*sql.Conn": conn, "*sql.Tx": tx} {
+		if _, err := NewSQLStore(db, sqldialect.MySQL); !errors.Is(err, ErrClientFoundRows) {
+			t.Errorf("NewSQLStore over a %s of a clientFoundRows handle: %v; want ErrClientFoundRows", name, err)
+		}
+	}
+}
