@@ -63,13 +63,19 @@ func (j *journal) count() int {
 // with workers sharing one New(ByHeader("x-order-id")) handler over inner.
 func orderedConsumer(t *testing.T, url, exchange, queue string, workers int, batch uint16, inner messaging.Handler) messaging.Connector {
 	t.Helper()
+	return orderedConsumerBy(t, url, exchange, queue, workers, batch, ByHeader("x-order-id"), inner)
+}
+
+// orderedConsumerBy is orderedConsumer ordering by key.
+func orderedConsumerBy(t *testing.T, url, exchange, queue string, workers int, batch uint16, key Key, inner messaging.Handler) messaging.Connector {
+	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
 	t.Cleanup(func() { _ = transport.Close() })
 	// A second's window: this machine runs other suites at once, and a worker
 	// starved of CPU for longer than the default window can be overtaken
 	// (GapSkipped reports it).
-	handler := New(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
+	handler := New(key, Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
 	handlers := make([]messaging.Handler, workers)
 	for i := range handlers {
 		handlers[i] = handler
@@ -115,7 +121,8 @@ func (m *logMonitor) GapSkipped(queue string) {
 }
 
 // publishKeyed publishes total messages round the keys, in order, with
-// x-order-id = key and a payload naming the sequence number within the key.
+// x-order-id and the correlation id = key, and a message id naming the
+// sequence number within the key.
 func publishKeyed(t *testing.T, transport messaging.Connector, exchange string, keys []string, total int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -133,7 +140,7 @@ func publishKeyed(t *testing.T, transport messaging.Connector, exchange string, 
 	dispatches := make([]messaging.Dispatch, 0, total)
 	for i := range total {
 		key := keys[i%len(keys)]
-		dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprintf("%s/%d", key, i/len(keys)),
+		dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprintf("%s/%d", key, i/len(keys)), CorrelationID: key,
 			MessageType: "ordered", Mandatory: true, Headers: map[string]any{"x-order-id": key}, Payload: []byte("{}")})
 	}
 	for len(dispatches) > 0 {
@@ -163,12 +170,18 @@ func TestEachKeyIsHandledInPublishedOrderWhileKeysOverlap(t *testing.T) {
 		batch      uint16
 	}{{20, 50, 1}, {10, 200, 1}, {20, 50, 4}} {
 		t.Run(fmt.Sprintf("%d keys x %d, batches of %d", shape.keys, shape.each, shape.batch), func(t *testing.T) {
-			orderedPerKey(t, url, shape.keys, shape.each, shape.batch)
+			orderedPerKey(t, url, shape.keys, shape.each, shape.batch, ByHeader("x-order-id"))
 		})
 	}
 }
 
-func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16) {
+// TestByCorrelationKeepsEachConversationInOrder: the same through
+// ByCorrelation, 20 conversations (correlation ids) of 50 messages.
+func TestByCorrelationKeepsEachConversationInOrder(t *testing.T) {
+	orderedPerKey(t, testenv.Broker(t), 20, 50, 1, ByCorrelation())
+}
+
+func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16, key Key) {
 	total, workers := keyCount*each, 8
 	keys := ids("order-", keyCount)
 	queue, exchange := testenv.Name(t, "ordering"), testenv.Name(t, "ordering-x")
@@ -184,7 +197,7 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16) {
 			j.end(key, d.MessageID, seq)
 		}
 	})
-	transport := orderedConsumer(t, url, exchange, queue, workers, batch, inner)
+	transport := orderedConsumerBy(t, url, exchange, queue, workers, batch, key, inner)
 	started := time.Now()
 	publishKeyed(t, transport, exchange, keys, total)
 	waitFor(t, func() bool { return j.count() >= total })

@@ -24,6 +24,13 @@ type Option = option
 // more (Options.Prefetch(500)).
 const DefaultPrefetch = 10
 
+// DefaultTagPrefix is what the consumer tag of a reader without Options.Name
+// starts with: acemq-{stream}, the tag every AceMQ library gives its
+// consumers, so an operator finds the reader in the management interface by
+// its stream. Each reader has a channel of its own, so two readers of one
+// stream can both carry it.
+const DefaultTagPrefix = "acemq-"
+
 // DefaultReconnectDelay is the pause before a dropped reader is reattached.
 const DefaultReconnectDelay = time.Second
 
@@ -81,9 +88,9 @@ func (singleton) Prefetch(prefetch int) option {
 }
 
 // Name becomes the consumer tag exactly, as the management interface shows
-// it. It is neither a group identifier nor a checkpoint: the broker remembers
-// nothing about a named consumer. Empty means the stream's name with a unique
-// suffix.
+// it (default DefaultTagPrefix and the stream's name, acemq-orders.log). It is
+// neither a group identifier nor a checkpoint: the broker remembers nothing
+// about a named consumer.
 func (singleton) Name(name string) option {
 	return func(c *config) { c.name = name }
 }
