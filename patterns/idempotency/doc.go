@@ -37,8 +37,9 @@
 // Stores: NewMemoryStore(ttl) for tests and one worker; NewSQLStore(db,
 // dialect) over MySQL/MariaDB, PostgreSQL or SQLite, in the table layout the
 // other AceMQ libraries use (acemq_idempotency: key, handled_at, confirmed)
-// plus the owner column claimed_by. Schema returns the DDL. Prune(ctx,
-// olderThan) is yours to schedule.
+// plus the owner column claimed_by. CreateTable creates what is missing of it
+// (safe on every start); Schema returns the same DDL for a migration tool.
+// Prune(ctx, olderThan) is yours to schedule.
 //
 // Batches: keys are claimed per delivery; the inner handler gets the claimed
 // messages only, with messaging.WithDeliveries aligned to them; messages found

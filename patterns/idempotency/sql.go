@@ -67,35 +67,6 @@ func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQ
 	return s, nil
 }
 
-// Schema returns the DDL that creates the store's table and its index in its
-// dialect. The library never runs it: put it in a migration. A table created
-// by another AceMQ library lacks the owner column and needs
-//
-//	ALTER TABLE acemq_idempotency ADD COLUMN claimed_by VARCHAR(36) NOT NULL DEFAULT '';
-//
-// (and, if it was created before their 0.8, the confirmed column:
-// ADD COLUMN confirmed BOOLEAN NOT NULL DEFAULT TRUE). Their rows keep
-// working: the default ” is an owner no claim of this store carries.
-func (s *SQLStore) Schema() string {
-	index := sqldialect.BareName(s.table) + "_handled_at"
-	if s.dialect.IsMySQL() {
-		return "CREATE TABLE IF NOT EXISTS " + s.table + " (\n" +
-			"    `key` VARCHAR(255) PRIMARY KEY,\n" +
-			"    handled_at DATETIME(6) NOT NULL,\n" +
-			"    confirmed BOOLEAN NOT NULL DEFAULT FALSE,\n" +
-			"    claimed_by VARCHAR(36) NOT NULL DEFAULT '',\n" +
-			"    INDEX " + index + " (handled_at)\n" +
-			");\n"
-	}
-	return "CREATE TABLE IF NOT EXISTS " + s.table + " (\n" +
-		"    key VARCHAR(255) PRIMARY KEY,\n" +
-		"    handled_at TIMESTAMP NOT NULL,\n" +
-		"    confirmed BOOLEAN NOT NULL DEFAULT FALSE,\n" +
-		"    claimed_by VARCHAR(36) NOT NULL DEFAULT ''\n" +
-		");\n" +
-		"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.table + " (handled_at);\n"
-}
-
 // TryClaim claims key: it inserts an unconfirmed claim with a new owner
 // token, or retakes one whose lease ended (the token changes, so the former
 // holder can no longer renew, confirm or release it); otherwise it reads the

@@ -17,7 +17,6 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/sqldialect"
-	"github.com/warrenmq/messaging/sqlmq"
 )
 
 // backend is one database the SQL store supports.
@@ -49,8 +48,8 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b backend, db *sql.DB)
 	}
 }
 
-// sqlTable creates a fresh table from the store's Schema and drops it when
-// the test ends.
+// sqlTable creates a fresh table with the store's CreateTable and drops it
+// when the test ends.
 func sqlTable(t *testing.T, b backend, db *sql.DB) string {
 	t.Helper()
 	table := "idem_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
@@ -58,10 +57,8 @@ func sqlTable(t *testing.T, b backend, db *sql.DB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, statement := range sqlmq.Statements(store.Schema()) {
-		if _, err := db.Exec(statement); err != nil {
-			t.Fatalf("create the table on %s: %v\n%s", b.name, err, statement)
-		}
+	if err := store.CreateTable(context.Background()); err != nil {
+		t.Fatalf("create the table on %s: %v", b.name, err)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
 	return table
@@ -289,16 +286,74 @@ func TestSQLStoreInATransaction(t *testing.T) {
 
 func TestSQLStoreSchema(t *testing.T) {
 	store, _ := NewSQLStore(nil, sqldialect.MySQL)
-	if ddl := store.Schema(); !strings.Contains(ddl, "`key` VARCHAR(255) PRIMARY KEY") || !strings.Contains(ddl, "DATETIME(6)") || !strings.Contains(ddl, "INDEX acemq_idempotency_handled_at (handled_at)") {
+	if ddl := store.Schema(); !strings.Contains(ddl, "`key` VARCHAR(255) PRIMARY KEY") || !strings.Contains(ddl, "DATETIME(6)") ||
+		!strings.Contains(ddl, "INDEX acemq_idempotency_handled_at (handled_at)") || !strings.Contains(ddl, "claimed_by VARCHAR(36) NOT NULL DEFAULT ''") ||
+		!strings.HasPrefix(ddl, "CREATE TABLE IF NOT EXISTS acemq_idempotency (") || !strings.HasSuffix(ddl, ");\n") {
 		t.Fatalf("MySQL schema:\n%s", ddl)
 	}
 	store, _ = NewSQLStore(nil, sqldialect.PostgreSQL)
-	if ddl := store.Schema(); !strings.Contains(ddl, "CREATE INDEX IF NOT EXISTS acemq_idempotency_handled_at ON acemq_idempotency (handled_at)") || strings.Contains(ddl, "`") {
+	if ddl := store.Schema(); !strings.Contains(ddl, ");\nCREATE INDEX IF NOT EXISTS acemq_idempotency_handled_at ON acemq_idempotency (handled_at);\n") || strings.Contains(ddl, "`") {
 		t.Fatalf("PostgreSQL schema:\n%s", ddl)
 	}
 	if _, err := NewSQLStore(nil, sqldialect.SQLite, StoreOptions.Table("x; DROP TABLE y")); err == nil {
 		t.Fatal("a table name that is not an identifier was accepted")
 	}
+}
+
+// CreateTable makes what is missing and nothing else: a fresh table (twice
+// over), a table in the other AceMQ libraries' layout without the index (the
+// owner column and the index added), and one from before their confirmed
+// column; on each the store then claims, confirms and finds duplicates.
+func TestSQLStoreCreateTableCreatesWhatIsMissing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
+		ctx := context.Background()
+		key := map[bool]string{true: "`key`", false: "key"}[b.dialect.IsMySQL()]
+		at := map[bool]string{true: "DATETIME(6)", false: "TIMESTAMP"}[b.dialect.IsMySQL()]
+		layouts := map[string]string{
+			"fresh":      "",
+			"family":     "(" + key + " VARCHAR(255) PRIMARY KEY, handled_at " + at + " NOT NULL, confirmed BOOLEAN NOT NULL DEFAULT FALSE)",
+			"before 0.8": "(" + key + " VARCHAR(255) PRIMARY KEY, handled_at " + at + " NOT NULL)",
+		}
+		for name, layout := range layouts {
+			table := "idem_ct_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
+			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
+			if layout != "" {
+				if _, err := db.Exec("CREATE TABLE " + table + " " + layout); err != nil {
+					t.Fatal(err)
+				}
+			}
+			store := newSQLStore(t, b, db, table)
+			for range 2 {
+				if err := store.CreateTable(ctx); err != nil {
+					t.Fatalf("%s: CreateTable: %v", name, err)
+				}
+			}
+			if !hasIndex(t, b, db, table, table+"_handled_at") {
+				t.Errorf("%s: no handled_at index after CreateTable", name)
+			}
+			if err := store.Confirm(ctx, mustClaim(t, store, "k", Claimed)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			mustClaim(t, store, "k", Duplicate)
+		}
+	})
+}
+
+// hasIndex asks the database's catalogue whether table has index.
+func hasIndex(t *testing.T, b backend, db *sql.DB, table, index string) bool {
+	t.Helper()
+	query := "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?"
+	switch {
+	case b.dialect.IsPostgreSQL():
+		query = "SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1 AND indexname = $2"
+	case b.dialect.IsSQLite():
+		query = "SELECT COUNT(*) FROM pragma_index_list(?) WHERE name = ?"
+	}
+	var n int
+	if err := db.QueryRow(query, table, index).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
 }
 
 // A key of 255 characters (multi-byte ones included) is claimed; one more is

@@ -216,7 +216,7 @@ func claimTable(t *testing.T, db *sql.DB) *idempotency.SQLStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(store.Schema()); err != nil {
+	if err := store.CreateTable(context.Background()); err != nil {
 		t.Fatalf("create %s: %v", table, err)
 	}
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
