@@ -67,7 +67,7 @@ func TestEachMessagePublishedTwiceHasItsEffectOnce(t *testing.T) {
 	})
 	budget := retrypolicy.Fixed(5, 10*time.Millisecond)
 	worker := messaging.Chain(
-		New(store, Options.InProgressDelay(200*time.Millisecond), Options.Monitor(monitor), Options.Logger(quiet)),
+		Middleware(store, Options.InProgressDelay(200*time.Millisecond), Options.Monitor(monitor), Options.Logger(quiet)),
 		retry.Middleware(retry.Options.Policy(budget), retry.Options.Logger(quiet)),
 	)(effect)
 

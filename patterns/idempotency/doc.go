@@ -3,7 +3,7 @@
 //
 //	store, err := idempotency.NewSQLStore(db, sqldialect.PostgreSQL)
 //	worker := messaging.Chain(
-//		idempotency.New(store),                       // claim, then confirm or release
+//		idempotency.Middleware(store), // claim, then confirm or release
 //		retry.Middleware(retry.Options.Policy(budget)),
 //	)(transactional.New(outbox, factory))
 //
@@ -17,15 +17,15 @@
 // A claim has a lease (StoreOptions.ClaimTimeout, 5 min), so a crashed
 // holder's key is claimable again, and it is fenced: it carries an owner
 // token, and Renew, Confirm and Release act only on the caller's own claim.
-// While the handler runs, New renews its claims every third of the lease, so
+// While the handler runs, the guard renews its claims every third of the lease, so
 // a handler that runs longer than the lease (a slow batch, one that retry
 // holds through an outage) keeps its key and no second copy runs beside it.
 // If a renewal cannot reach the store until the lease ends and another
 // delivery takes the key, the first holder can no longer release or confirm
-// the newer claim: the store refuses it (ErrClaimLost), and New counts it
+// the newer claim: the store refuses it (ErrClaimLost), and the guard counts it
 // (Monitor.ClaimLost) and logs it.
 //
-// New is a guard against duplicates, not exactly-once: a crash between the
+// Middleware is a guard against duplicates, not exactly-once: a crash between the
 // handler's end and the acknowledgement still redelivers a message whose key
 // is confirmed or, if Confirm did not happen, whose claim ends with its lease.
 // InTransaction closes that gap: it writes each batch's claims in the batch's

@@ -10,7 +10,7 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// New returns the idempotency guard as a messaging.Middleware. For each
+// Middleware returns the idempotency guard as a messaging.Middleware. For each
 // delivery of a batch it claims the delivery's key in store:
 //
 //   - claimed: the message is handed to the inner handler (with the others
@@ -31,11 +31,17 @@ import (
 // It needs a settlement decorator outside it (the streaming runtime puts one
 // around every worker). Put it outside retry and transactional, so one claim
 // covers the retries of a batch.
-func New(store Store, options ...Option) messaging.Middleware {
+func Middleware(store Store, options ...Option) messaging.Middleware {
 	c := newConfig(options)
 	return func(inner messaging.Handler) messaging.Handler {
 		return &handler{inner: inner, store: store, config: c}
 	}
+}
+
+// New is Middleware(store, options...)(inner): inner guarded by claims in
+// store.
+func New(store Store, inner messaging.Handler, options ...Option) messaging.Handler {
+	return Middleware(store, options...)(inner)
 }
 
 type handler struct {

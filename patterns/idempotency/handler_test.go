@@ -54,7 +54,7 @@ func (f *HandlerFixture) handle(options ...Option) (value any) {
 		}
 	})
 	options = append([]Option{Options.Monitor(f.monitor), Options.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, options...)
-	handler := New(f.store, options...)(inner)
+	handler := Middleware(f.store, options...)(inner)
 	ctx := messaging.WithSettler(messaging.WithDeliveries(context.Background(), f.batch), f.settler)
 	messages := make([]any, len(f.batch))
 	for i, d := range f.batch {
@@ -201,7 +201,7 @@ func (f *HandlerFixture) TestAFailedConfirmIsReportedAndIgnored() {
 }
 
 func (f *HandlerFixture) TestEnvelopesMustTravelInTheContext() {
-	handler := New(f.store)(messaging.HandlerFunc(func(context.Context, ...any) {}))
+	handler := Middleware(f.store)(messaging.HandlerFunc(func(context.Context, ...any) {}))
 	defer func() {
 		err, _ := recover().(error)
 		f.So(messaging.IsFatal(err), should.BeTrue)

@@ -40,7 +40,7 @@ func TestAnOverLongMessageIDIsRefusedAtOnce(t *testing.T) {
 	var ran atomic.Int32
 	budget := retrypolicy.Fixed(5, 10*time.Millisecond)
 	worker := messaging.Chain(
-		New(store, Options.Logger(quiet)),
+		Middleware(store, Options.Logger(quiet)),
 		retry.Middleware(retry.Options.Policy(budget), retry.Options.Logger(quiet)),
 	)(messaging.HandlerFunc(func(context.Context, ...any) { ran.Add(1) }))
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))

@@ -63,7 +63,7 @@ type leaseScenario struct {
 func newLeaseScenario(t *testing.T, store Store) *leaseScenario {
 	s := &leaseScenario{t: t, settler: newFakeSettler(), first: make(chan struct{}), third: make(chan struct{})}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s.handler = New(store, Options.Logger(quiet), Options.IdempotentBy(func(any, messaging.Delivery) string { return "the-order" }))(messaging.HandlerFunc(s.work))
+	s.handler = Middleware(store, Options.Logger(quiet), Options.IdempotentBy(func(any, messaging.Delivery) string { return "the-order" }))(messaging.HandlerFunc(s.work))
 	return s
 }
 

@@ -62,7 +62,7 @@ type Claim struct {
 	// when Result is Claimed.
 	Owner string
 	// Lease is how long the claim holds the key without a renewal (the
-	// store's claim timeout). New renews it while the handler runs, every
+	// store's claim timeout). The guard renews it while the handler runs, every
 	// third of it, so a handler that runs longer than the lease keeps its key.
 	// Zero means the claim needs no renewal (a claim in a transaction is held
 	// by the database's row lock until the commit).
@@ -72,7 +72,7 @@ type Claim struct {
 // ErrClaimLost is what Renew and Confirm return for a claim that is no longer
 // the caller's: its lease ended and another delivery of the message took the
 // key, or the claim is gone (released, pruned). The caller's work may then be
-// done twice; New counts it (Monitor.ClaimLost) and logs it.
+// done twice; the guard counts it (Monitor.ClaimLost) and logs it.
 var ErrClaimLost = errors.New("idempotency: the claim is no longer this delivery's: its lease ended and another delivery of the message took the key")
 
 // Store remembers which keys were handled, and who holds the ones being

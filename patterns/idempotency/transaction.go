@@ -15,7 +15,7 @@ import (
 // outbox.
 var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL transaction in the handler's context; put it inside handlers/sqltx.Middleware (or handlers/transactional.Middleware over an sqlmq outbox)")
 
-// InTransaction is New with every claim written in the batch's own SQL
+// InTransaction is Middleware with every claim written in the batch's own SQL
 // transaction, the one the handler does its work in
 // (messaging.TransactionSlotFrom(ctx).Tx, which handlers/sqltx and
 // handlers/transactional fill):
@@ -27,7 +27,7 @@ var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL trans
 //	)(handle) // handle writes through the same transaction
 //
 // The claim, its confirmation and the work commit together or not at all, so
-// the gap New leaves is closed: a crash after the commit and before the
+// the gap Middleware leaves is closed: a crash after the commit and before the
 // acknowledgement redelivers a message whose key is already confirmed (a
 // duplicate, accepted), and a crash before the commit leaves neither the work
 // nor a claim (the redelivery runs the handler, with no lease to wait out). A

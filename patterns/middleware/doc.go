@@ -6,7 +6,7 @@
 //		middleware.Logging(log.Printf),             // records what the others decided
 //		middleware.Recovery(),                      // a panic the retries gave up on: dead-lettered
 //		middleware.Timeout(10*time.Second),         // past the deadline: retried
-//		idempotency.New(store),
+//		idempotency.Middleware(store),
 //		retry.Middleware(retry.Options.Policy(budget)),
 //	)(handle)
 //

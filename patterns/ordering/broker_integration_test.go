@@ -60,7 +60,7 @@ func (j *journal) count() int {
 }
 
 // orderedConsumer starts a streaming consumer of queue (bound to exchange)
-// with workers sharing one New(ByHeader("x-order-id")) handler over inner.
+// with workers sharing one Middleware(ByHeader("x-order-id")) handler over inner.
 func orderedConsumer(t *testing.T, url, exchange, queue string, workers int, batch uint16, inner messaging.Handler) messaging.Connector {
 	t.Helper()
 	return orderedConsumerBy(t, url, exchange, queue, workers, batch, ByHeader("x-order-id"), inner)
@@ -75,7 +75,7 @@ func orderedConsumerBy(t *testing.T, url, exchange, queue string, workers int, b
 	// A second's window: this machine runs other suites at once, and a worker
 	// starved of CPU for longer than the default window can be overtaken
 	// (GapSkipped reports it).
-	handler := New(key, Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
+	handler := Middleware(key, Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
 	handlers := make([]messaging.Handler, workers)
 	for i := range handlers {
 		handlers[i] = handler

@@ -2,13 +2,13 @@
 // order the stream delivered them, while the workers of a subscription handle
 // different things at once, as a messaging.Middleware.
 //
-//	ordered := ordering.New(ordering.ByHeader("x-order-id"))(handle)
+//	ordered := ordering.New(ordering.ByHeader("x-order-id"), handle)
 //	subscription := streaming.NewSubscription("orders",
 //		streaming.SubscriptionOptions.AddWorkers(ordered, ordered, ordered, ordered))
 //
-// A queue delivers in order; several workers stop honouring that. New gives
-// each message a place in the line of its key: it runs when it heads the
-// line, and hands the key on when it returns or panics. Lines are filled in
+// A queue delivers in order; several workers stop honouring that. The guard
+// gives each message a place in the line of its key: it runs when it heads
+// the line, and hands the key on when it returns or panics. Lines are filled in
 // the order the stream delivered (by delivery tag): workers take deliveries in
 // order but can reach the handler in any order, so a message waits, at most
 // Options.ArrivalWindow (100 ms), for the lower tags of its stream to arrive
@@ -38,12 +38,12 @@
 // Redeliveries: order holds for first deliveries. A message handled but not
 // acknowledged when its connection died comes back after later messages of
 // its key were handled, and ordering hands it on again, after them. Put
-// idempotency.New inside New, so such a message is answered as a duplicate
+// idempotency.Middleware inside it, so such a message is answered as a duplicate
 // and never reaches the handler twice:
 //
-//	ordered := messaging.Chain(ordering.New(key), idempotency.New(store))(handle)
+//	ordered := messaging.Chain(ordering.Middleware(key), idempotency.Middleware(store))(handle)
 //
-// Retries: put New outside handlers/retry, so a batch retried in the process
+// Retries: put the guard outside handlers/retry, so a batch retried in the process
 // keeps its keys until it succeeds or is set aside. A message retried through
 // the broker (messaging.Retry) or dead-lettered goes out of its line, and the
 // next message of its key runs. A key whose batches are slow holds the workers

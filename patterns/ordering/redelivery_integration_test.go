@@ -19,7 +19,7 @@ import (
 )
 
 // TestPerKeyOrderHoldsThroughRedeliveryWithIdempotency publishes 20 keys x 60
-// messages to 8 workers sharing New(ByHeader) over idempotency.New, and
+// messages to 8 workers sharing Middleware(ByHeader) over idempotency.Middleware, and
 // closes every connection three times while they run: handled and
 // unacknowledged messages come back after later messages of their key were
 // handled, and the idempotency claim answers them as duplicates, so the
@@ -34,7 +34,7 @@ func TestPerKeyOrderHoldsThroughRedeliveryWithIdempotency(t *testing.T) {
 	for _, batch := range batches {
 		t.Run(fmt.Sprintf("batches of %d", batch), func(t *testing.T) {
 			r := runRedelivered(t, url, batch, func(inner messaging.Handler) messaging.Handler {
-				return idempotency.New(idempotency.NewMemoryStore(time.Hour), idempotency.Options.Logger(slog.New(slog.DiscardHandler)))(inner)
+				return idempotency.Middleware(idempotency.NewMemoryStore(time.Hour), idempotency.Options.Logger(slog.New(slog.DiscardHandler)))(inner)
 			})
 			t.Logf("%d messages over %d keys: %d first deliveries out of order, %d handled again after a later message of their key; %d streams opened",
 				r.total, r.keys, r.outOfOrder, r.late, r.opened)
@@ -117,7 +117,7 @@ func runRedelivered(t *testing.T, url string, batch uint16, guard messaging.Midd
 	queue, exchange := testenv.Name(t, "ordering-kills"), testenv.Name(t, "ordering-kills-x")
 	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 	l := &keyLog{highest: map[string]int{}, seen: map[string]bool{}, progress: make(chan int, total)}
-	handler := New(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(guard(messaging.HandlerFunc(l.handle)))
+	handler := Middleware(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(guard(messaging.HandlerFunc(l.handle)))
 	handlers := make([]messaging.Handler, workers)
 	for i := range handlers {
 		handlers[i] = handler

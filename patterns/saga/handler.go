@@ -14,7 +14,7 @@ import (
 // and one whose saga finished but whose acknowledgement died with its
 // connection comes back; run without a guard, its saga runs again, its
 // compensations included (a second refund). Handler claims each message's key
-// in store first (idempotency.New, with options), so a redelivered message
+// in store first (idempotency.Middleware, with options), so a redelivered message
 // whose saga ran is a duplicate, accepted without running it; a copy that
 // arrives while the saga runs is put back as in progress.
 //
@@ -45,7 +45,7 @@ func Handler[T any](s *Saga[T], store idempotency.Store, options ...idempotency.
 			s.runOne(ctx, deliveries[i], message)
 		}
 	})
-	h := &sagaHandler{plain: idempotency.New(store, options...)(run)}
+	h := &sagaHandler{plain: idempotency.Middleware(store, options...)(run)}
 	if sql, ok := store.(*idempotency.SQLStore); ok {
 		h.inTransaction = idempotency.InTransaction(sql, options...)(run)
 	}
