@@ -296,7 +296,7 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	}
 	dlqReason, _ := deadLettered.Headers["x-acemq-error"].(string)
 	if deadLettered.MessageId != "down" || !strings.Contains(dlqReason, fmt.Sprintf("cannot read the claim check %q from the store", downKey)) {
-		t.Errorf("dead-lettered %q with reason %q; want the message whose store never answered, with the seed's text naming %s", deadLettered.MessageId, dlqReason, downKey)
+		t.Errorf("dead-lettered %q with reason %q; want the message whose store never answered, with the AceMQ text naming %s", deadLettered.MessageId, dlqReason, downKey)
 	}
 	if got := flaky.count(missingKey); got != 1 {
 		t.Errorf("the missing key was looked up %d times; want once (fatal: no retry)", got)
@@ -306,7 +306,7 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	}
 	reason, _ := parked.Headers["x-acemq-error"].(string)
 	if !strings.Contains(reason, fmt.Sprintf("the claim check %q is not in the store", missingKey)) {
-		t.Errorf("the parked message's reason is %q; want the seed's text naming the key %s", reason, missingKey)
+		t.Errorf("the parked message's reason is %q; want the AceMQ text naming the key %s", reason, missingKey)
 	}
 	if !IsClaimChecked(parked.Body) {
 		t.Errorf("the parked body is not the claim check as it arrived: % x", parked.Body)

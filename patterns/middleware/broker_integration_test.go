@@ -21,9 +21,9 @@ import (
 )
 
 // TestTheSeedsChainOnRabbitMQ runs Logging, Recovery and Timeout in the
-// seed's order under the streaming runtime: of 60 messages, the "slow" ones
+// documented order under the streaming runtime: of 60 messages, the "slow" ones
 // outlive the timeout on their first attempt and are handled on the second;
-// the "boom" ones panic and are dead-lettered with the seed's reason; the
+// the "boom" ones panic and are dead-lettered with the panic's reason; the
 // others are handled once. Every message is counted by id, and every line
 // logged names its outcome.
 func TestTheSeedsChainOnRabbitMQ(t *testing.T) {

@@ -33,7 +33,6 @@ type SQLRegistry struct {
 	db      DB
 	dialect sqldialect.Dialect
 	table   string
-	now     func() time.Time
 	monitor Monitor
 
 	insert, latestVersion, byID, byVersion, byFingerprint, latest, versions string
@@ -48,7 +47,7 @@ func NewSQLRegistry(db DB, dialect sqldialect.Dialect, options ...Option) (*SQLR
 	if err := sqldialect.CheckTable("schema", c.table); err != nil {
 		return nil, err
 	}
-	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, now: c.now, monitor: c.monitor}
+	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, monitor: c.monitor}
 	t := r.table
 	ignore := dialect.IgnoreDuplicate("id")
 	columns := "id, subject, version, format, definition, fingerprint, registered_at"
@@ -88,7 +87,7 @@ func (r *SQLRegistry) Register(ctx context.Context, subject, format, definition 
 		if err := r.db.QueryRowContext(ctx, r.latestVersion, subject).Scan(&latest); err != nil {
 			return Schema{}, r.failed("read the latest version of subject", subject, err)
 		}
-		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.dialect.Time(r.now()))
+		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.dialect.Time(time.Now()))
 		if err != nil {
 			// A deadlock between two inserts, or a conflict a driver reports
 			// as an error: the next pass reads what won.

@@ -198,7 +198,7 @@ func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
 	}
 }
 
-// TestAnInProgressOnAStreamIsParkedToo (ID9): InProgress is refused as Retry
+// TestAnInProgressOnAStreamIsParkedToo: InProgress is refused as Retry
 // is, end to end through the runtime's settlement.
 func TestAnInProgressOnAStreamIsParkedToo(t *testing.T) {
 	t.Parallel()
