@@ -166,11 +166,15 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	var mu sync.Mutex
 	handled := map[string]int{}
 	problems := []string{}
+	allHandled, once := make(chan struct{}), sync.Once{}
 	handler := messaging.HandlerFunc(func(_ context.Context, messages ...any) {
 		for _, message := range messages {
 			d := message.(messaging.Delivery)
 			mu.Lock()
 			handled[d.MessageID]++
+			if len(handled) >= len(want) {
+				once.Do(func() { close(allHandled) })
+			}
 			if d.MessageID == "huge" {
 				scan, _ := d.Message.([]byte)
 				if len(scan) != 20<<20 || !IsClaimChecked(d.Payload) || d.ContentType != "application/octet-stream" {
@@ -264,14 +268,9 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	parked := waitForOne(t, ctx, url, queue+".parked")
 	deadLettered := waitForOne(t, ctx, url, queue+".dlq")
 	t.Logf("parked after %s", time.Since(began))
-	for {
-		mu.Lock()
-		done := len(handled) >= len(want)
-		mu.Unlock()
-		if done || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling the real broker
+	select {
+	case <-allHandled:
+	case <-ctx.Done():
 	}
 
 	t.Logf("handled after %s", time.Since(began))
@@ -331,34 +330,17 @@ func write(t *testing.T, ctx context.Context, connector messaging.Connector, dis
 	}
 }
 
-// waitForOne takes the one message expected in a set-aside queue.
+// waitForOne takes the one message expected in a set-aside queue (declared
+// by the consumer, which has started), consuming it rather than polling.
 func waitForOne(t *testing.T, ctx context.Context, url, queue string) amqp.Delivery {
 	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
+	select {
+	case d := <-watch(t, url, queue):
+		return d
+	case <-ctx.Done():
+		t.Fatalf("nothing reached %s", queue)
+		return amqp.Delivery{}
 	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	for ctx.Err() == nil {
-		if d, ok, err := ch.Get(queue, true); err == nil && ok {
-			return d
-		} else if err != nil && !strings.Contains(err.Error(), "NOT_FOUND") {
-			t.Fatal(err)
-		} else if err != nil { // the queue is not declared yet: a fresh channel
-			ch, err = conn.Channel()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(20 * time.Millisecond) // polling the real broker
-	}
-	t.Fatalf("nothing reached %s", queue)
-	return amqp.Delivery{}
 }
 
 func rungNames(policy retrypolicy.Policy, queue string) []string {

@@ -99,10 +99,11 @@ func (s *fakeSettler) Decided(d messaging.Delivery) (messaging.Decision, bool) {
 	return decision, ok
 }
 
-// fakeMonitor counts the callbacks.
+// fakeMonitor counts the callbacks, and tells waitFor of each.
 type fakeMonitor struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu      sync.Mutex
+	counts  map[string]int
+	changed chan struct{}
 }
 
 func (m *fakeMonitor) add(name string) {
@@ -112,7 +113,29 @@ func (m *fakeMonitor) add(name string) {
 		m.counts = map[string]int{}
 	}
 	m.counts[name]++
+	if m.changed != nil {
+		select {
+		case m.changed <- struct{}{}:
+		default:
+		}
+	}
 }
+
+// waitFor waits, within bound, for the count of name to reach n, and
+// reports whether it did. The monitor needs its changed channel.
+func (m *fakeMonitor) waitFor(name string, n int, bound time.Duration) bool {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for m.count(name) < n {
+		select {
+		case <-m.changed:
+		case <-deadline.C:
+			return m.count(name) >= n
+		}
+	}
+	return true
+}
+
 func (m *fakeMonitor) Claimed(string)    { m.add("claimed") }
 func (m *fakeMonitor) Duplicate(string)  { m.add("duplicate") }
 func (m *fakeMonitor) InProgress(string) { m.add("in_progress") }

@@ -22,6 +22,7 @@ import (
 // handled, every id's handling count, and how many handlers ran at once per
 // key and overall.
 type journal struct {
+	changed   chan struct{} // told after each message handled
 	mu        sync.Mutex
 	order     map[string][]int
 	handled   map[string]int
@@ -32,7 +33,7 @@ type journal struct {
 }
 
 func newJournal() *journal {
-	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}}
+	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}, changed: make(chan struct{}, 1)}
 }
 
 func (j *journal) begin(key string) {
@@ -51,6 +52,10 @@ func (j *journal) end(key, id string, seq int) {
 	j.perKey[key]--
 	j.order[key] = append(j.order[key], seq)
 	j.handled[id]++
+	select {
+	case j.changed <- struct{}{}:
+	default:
+	}
 }
 
 func (j *journal) count() int {
@@ -200,7 +205,7 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16, k
 	transport := orderedConsumerBy(t, url, exchange, queue, workers, batch, key, inner)
 	started := time.Now()
 	publishKeyed(t, transport, exchange, keys, total)
-	waitFor(t, func() bool { return j.count() >= total })
+	j.waitFor(t, total)
 	t.Logf("%d messages over %d keys through %d workers in %s; at most %d handlers at once, %d within one key",
 		total, len(keys), workers, time.Since(started).Round(time.Millisecond), j.mostAtAll, j.mostInKey)
 
@@ -255,7 +260,7 @@ func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
 	transport := orderedConsumer(t, url, exchange, queue, workers, 1, inner)
 	publishKeyed(t, transport, exchange, keys, total)
 	good := total - total/len(keys)
-	waitFor(t, func() bool { return j.count() >= good })
+	j.waitFor(t, good)
 
 	dead := drain(t, url, queue+".dlq", total/len(keys))
 	for i := range total / len(keys) {
@@ -277,19 +282,21 @@ func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
 	}
 }
 
-// waitFor polls the real broker's effects (bounded at a minute).
-func waitFor(t *testing.T, done func() bool) {
+// waitFor waits, at most a minute, for n distinct messages to be handled.
+func (j *journal) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatal("not every message was handled within a minute")
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for j.count() < n {
+		select {
+		case <-j.changed:
+		case <-deadline.C:
+			t.Fatalf("%d of %d messages handled within a minute", j.count(), n)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// drain reads want messages from queue and counts them by message id.
+// drain consumes want messages from queue and counts them by message id.
 func drain(t *testing.T, url, queue string, want int) map[string]int {
 	t.Helper()
 	conn, err := amqp.Dial(url)
@@ -302,22 +309,20 @@ func drain(t *testing.T, url, queue string, want int) map[string]int {
 		t.Fatal(err)
 	}
 	defer ch.Close()
+	deliveries, err := ch.Consume(queue, "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	counts := map[string]int{}
-	deadline := time.Now().Add(time.Minute)
-	for got := 0; got < want; {
-		d, ok, err := ch.Get(queue, true)
-		if err != nil {
-			t.Fatal(err)
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for got := 0; got < want; got++ {
+		select {
+		case d := <-deliveries:
+			counts[d.MessageId]++
+		case <-deadline.C:
+			t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
 		}
-		if !ok {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
-			}
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		counts[d.MessageId]++
-		got++
 	}
 	return counts
 }
