@@ -14,7 +14,8 @@ import (
 )
 
 // TestAClaimIsFencedWhenItsHolderOutlivesItsLease delivers one key three
-// times to New over the SQL store with a 2 s claim timeout: the first copy
+// times to the guard over each store (memory, MariaDB, PostgreSQL, SQLite)
+// with a 2 s claim timeout: the first copy
 // works 3 s and then fails, the second arrives 2.3 s after the first began
 // (past the first one's lease, had it not been renewed), the third once the
 // first has failed and released its claim, while the second (had it run)
@@ -22,15 +23,23 @@ import (
 // the second copy, put back as in progress, finds the key done when it comes
 // back. It runs in real time: the leases are times the database holds.
 func TestAClaimIsFencedWhenItsHolderOutlivesItsLease(t *testing.T) {
+	stores := map[string]func(t *testing.T) Store{
+		"memory": func(*testing.T) Store { return NewMemoryStore(time.Hour, StoreOptions.ClaimTimeout(2*time.Second)) },
+	}
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
+		stores[b.name] = func(t *testing.T) Store {
 			db := b.open(t)
 			store, err := NewSQLStore(db, b.dialect, StoreOptions.Table(sqlTable(t, b, db)), StoreOptions.ClaimTimeout(2*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := newLeaseScenario(t, store)
+			return store
+		}
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newLeaseScenario(t, open(t))
 			s.run()
 			if got := s.effects.Load(); got != 1 {
 				t.Errorf("the effect happened %d times; want once", got)
