@@ -46,7 +46,7 @@ func patternsScenario(s settings) scenario {
 		}},
 		{name: "ordering-8", baseline: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
 			byID := ordering.Key(func(_ any, d messaging.Delivery) string { return d.MessageID })
-			return consumeWith(ctx, s, queue, body, limit, 8, ordering.New(byID), batchOne)
+			return consumeWith(ctx, s, queue, body, limit, 8, ordering.Middleware(byID), batchOne)
 		}},
 	}}
 }
@@ -73,7 +73,7 @@ func consumeIdempotent(ctx context.Context, s settings, queue string, body []byt
 		}
 	}
 	defer func() { _, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+table) }()
-	return consumeWith(ctx, s, queue, body, limit, workers, idempotency.New(store), streaming.SubscriptionOptions.BatchCapacity(1))
+	return consumeWith(ctx, s, queue, body, limit, workers, idempotency.Middleware(store), streaming.SubscriptionOptions.BatchCapacity(1))
 }
 
 // consumeTransactional is a consumer whose handler does what a real one does,

@@ -49,10 +49,8 @@ func createTables(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	for _, statement := range sqlmq.Statements(claims.Schema()) {
-		if _, err := db.ExecContext(ctx, statement); err != nil {
-			return fmt.Errorf("create the idempotency table: %w", err)
-		}
+	if err := claims.CreateTable(ctx); err != nil { // adds what an older table lacks
+		return fmt.Errorf("create the idempotency table: %w", err)
 	}
 	var present int
 	err = db.QueryRowContext(ctx,

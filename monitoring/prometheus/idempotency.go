@@ -12,6 +12,7 @@ func (i idempotencyMonitor) Claimed(queue string)    { i.outcome(queue, "claimed
 func (i idempotencyMonitor) Duplicate(queue string)  { i.outcome(queue, "duplicate") }
 func (i idempotencyMonitor) InProgress(queue string) { i.outcome(queue, "in_progress") }
 func (i idempotencyMonitor) Released(queue string)   { i.outcome(queue, "released") }
+func (i idempotencyMonitor) ClaimLost(queue string)  { i.outcome(queue, "claim_lost") }
 func (i idempotencyMonitor) StoreFailed(queue, operation string, _ error) {
 	i.m.idempotencyErrors.WithLabelValues(i.m.stream(queue), operation).Inc()
 }

@@ -65,8 +65,8 @@ Desc{fqName: "handler_attempts_total", help: "Handler attempts under the retry d
 Desc{fqName: "handler_panics_rejected_total", help: "Deliveries middleware.Recovery dead-lettered because their handler panicked.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "handler_timeouts_total", help: "Deliveries retried because their handler outlived middleware.Timeout.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "handler_transactions_total", help: "Handler transactions by event (started, committed, rolled_back) and result.", unit: "", constLabels: {}, variableLabels: {event,result}}
-Desc{fqName: "idempotency_store_errors_total", help: "Idempotency store calls that failed, by operation (claim, confirm, release).", unit: "", constLabels: {}, variableLabels: {stream,operation}}
-Desc{fqName: "idempotency_total", help: "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released).", unit: "", constLabels: {}, variableLabels: {stream,outcome}}
+Desc{fqName: "idempotency_store_errors_total", help: "Idempotency store calls that failed, by operation (claim, renew, confirm, release).", unit: "", constLabels: {}, variableLabels: {stream,operation}}
+Desc{fqName: "idempotency_total", help: "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released, claim_lost).", unit: "", constLabels: {}, variableLabels: {stream,outcome}}
 Desc{fqName: "ordering_gaps_skipped_total", help: "Messages that stopped waiting for earlier deliveries of their stream that never reached ordering (set aside or filtered before the handler, or later than the arrival window).", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "ordering_wait_seconds", help: "Time a message waited behind an earlier message with the same ordering key.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "ordering_waits_total", help: "Messages that waited behind an earlier message with the same ordering key.", unit: "", constLabels: {}, variableLabels: {stream}}

@@ -159,8 +159,8 @@ func (m *Metrics) handlerInstruments(i *instruments) {
 // consumerPatternInstruments are those of the patterns around a consumer's
 // handler: idempotency, ordering, middleware, group, replay, schedule, streams.
 func (m *Metrics) consumerPatternInstruments(i *instruments) {
-	m.idempotency = i.counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released).", "stream", "outcome")
-	m.idempotencyErrors = i.counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, confirm, release).", "stream", "operation")
+	m.idempotency = i.counterVec("idempotency_total", "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released, claim_lost).", "stream", "outcome")
+	m.idempotencyErrors = i.counterVec("idempotency_store_errors_total", "Idempotency store calls that failed, by operation (claim, renew, confirm, release).", "stream", "operation")
 	m.orderingWaits = i.counterVec("ordering_waits_total", "Messages that waited behind an earlier message with the same ordering key.", "stream")
 	m.orderingWaitSeconds = i.histogramVec("ordering_wait_seconds", "Time a message waited behind an earlier message with the same ordering key.", handlingBuckets, "stream")
 	m.orderingGaps = i.counterVec("ordering_gaps_skipped_total", "Messages that stopped waiting for earlier deliveries of their stream that never reached ordering (set aside or filtered before the handler, or later than the arrival window).", "stream")

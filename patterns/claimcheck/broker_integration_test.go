@@ -59,22 +59,32 @@ func (octets) Deserialize(payload []byte, target any) error {
 	return nil
 }
 
-// flakyStore fails Get on chosen keys a set number of times, then answers.
+// flakyStore fails Get on chosen keys (every key's first reads when first is
+// set) a set number of times, then answers; it fails with its err, or
+// errStoreDown.
 type flakyStore struct {
 	Store
 	mu    sync.Mutex
 	fails map[string]int
 	gets  map[string]int
+	first int
+	err   func(key string) error
 }
 
 func (s *flakyStore) Get(key string) ([]byte, bool, error) {
 	s.mu.Lock()
+	if _, seen := s.gets[key]; !seen && s.first > 0 {
+		s.fails[key] = s.first
+	}
 	s.gets[key]++
 	fail := s.fails[key] > 0
 	if fail {
 		s.fails[key]--
 	}
 	s.mu.Unlock()
+	if fail && s.err != nil {
+		return nil, false, s.err(key)
+	}
 	if fail {
 		return nil, false, errStoreDown
 	}
@@ -93,9 +103,10 @@ func (s *flakyStore) count(key string) int {
 // threshold-1, threshold and threshold+1 bytes take their forms; bodies
 // framed by hand as another AceMQ library writes them, and an unframed body
 // as a live queue still carries, decode; a claim whose Get fails twice is
-// retried through the policy and handled, one whose Get always fails is
-// dead-lettered when the budget is spent; a key the store lacks is parked
-// with a reason that names it. Every message is counted by id.
+// held and handled, one whose Get always fails with an error the store marks
+// messaging.Retryable is dead-lettered when the budget is spent; a key the
+// store lacks is parked with a reason that names it. Every message is counted
+// by id.
 func TestClaimCheckOnTheBroker(t *testing.T) {
 	url := testenv.Broker(t)
 	queue := testenv.Name(t, "claimcheck")
@@ -124,6 +135,12 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	missingKey := messaging.NewID()
 	downKey := writeByHand(`{"id":"down","blob":"never read"}`)
 	flaky := &flakyStore{Store: files, fails: map[string]int{flakyKey: 2, downKey: 1 << 30}, gets: map[string]int{}}
+	flaky.err = func(key string) error {
+		if key == downKey { // a store that says its failure is the message's to pay for
+			return messaging.Retryable(errStoreDown)
+		}
+		return errStoreDown
+	}
 
 	publisherCodec, _ := New(nil, files)
 	consumerCodec, _ := New(nil, flaky)
@@ -149,11 +166,15 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	var mu sync.Mutex
 	handled := map[string]int{}
 	problems := []string{}
+	allHandled, once := make(chan struct{}), sync.Once{}
 	handler := messaging.HandlerFunc(func(_ context.Context, messages ...any) {
 		for _, message := range messages {
 			d := message.(messaging.Delivery)
 			mu.Lock()
 			handled[d.MessageID]++
+			if len(handled) >= len(want) {
+				once.Do(func() { close(allHandled) })
+			}
 			if d.MessageID == "huge" {
 				scan, _ := d.Message.([]byte)
 				if len(scan) != 20<<20 || !IsClaimChecked(d.Payload) || d.ContentType != "application/octet-stream" {
@@ -247,14 +268,9 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	parked := waitForOne(t, ctx, url, queue+".parked")
 	deadLettered := waitForOne(t, ctx, url, queue+".dlq")
 	t.Logf("parked after %s", time.Since(began))
-	for {
-		mu.Lock()
-		done := len(handled) >= len(want)
-		mu.Unlock()
-		if done || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // polling the real broker
+	select {
+	case <-allHandled:
+	case <-ctx.Done():
 	}
 
 	t.Logf("handled after %s", time.Since(began))
@@ -272,14 +288,14 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 		t.Errorf("handled %v; want exactly %d ids", handled, len(want))
 	}
 	if got := flaky.count(flakyKey); got != 3 {
-		t.Errorf("the flaky store was asked for its key %d times; want 3 (two failures retried through the policy)", got)
+		t.Errorf("the flaky store was asked for its key %d times; want 3 (two failures held, then read)", got)
 	}
 	if got := flaky.count(downKey); got != attempts {
-		t.Errorf("the store that never answered was asked %d times; want the policy's %d attempts", got, attempts)
+		t.Errorf("the store that always refused (Retryable) was asked %d times; want the policy's %d attempts", got, attempts)
 	}
 	dlqReason, _ := deadLettered.Headers["x-acemq-error"].(string)
 	if deadLettered.MessageId != "down" || !strings.Contains(dlqReason, fmt.Sprintf("cannot read the claim check %q from the store", downKey)) {
-		t.Errorf("dead-lettered %q with reason %q; want the message whose store never answered, with the seed's text naming %s", deadLettered.MessageId, dlqReason, downKey)
+		t.Errorf("dead-lettered %q with reason %q; want the message whose store never answered, with the AceMQ text naming %s", deadLettered.MessageId, dlqReason, downKey)
 	}
 	if got := flaky.count(missingKey); got != 1 {
 		t.Errorf("the missing key was looked up %d times; want once (fatal: no retry)", got)
@@ -289,7 +305,7 @@ func TestClaimCheckOnTheBroker(t *testing.T) {
 	}
 	reason, _ := parked.Headers["x-acemq-error"].(string)
 	if !strings.Contains(reason, fmt.Sprintf("the claim check %q is not in the store", missingKey)) {
-		t.Errorf("the parked message's reason is %q; want the seed's text naming the key %s", reason, missingKey)
+		t.Errorf("the parked message's reason is %q; want the AceMQ text naming the key %s", reason, missingKey)
 	}
 	if !IsClaimChecked(parked.Body) {
 		t.Errorf("the parked body is not the claim check as it arrived: % x", parked.Body)
@@ -314,34 +330,17 @@ func write(t *testing.T, ctx context.Context, connector messaging.Connector, dis
 	}
 }
 
-// waitForOne takes the one message expected in a set-aside queue.
+// waitForOne takes the one message expected in a set-aside queue (declared
+// by the consumer, which has started), consuming it rather than polling.
 func waitForOne(t *testing.T, ctx context.Context, url, queue string) amqp.Delivery {
 	t.Helper()
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatal(err)
+	select {
+	case d := <-watch(t, url, queue):
+		return d
+	case <-ctx.Done():
+		t.Fatalf("nothing reached %s", queue)
+		return amqp.Delivery{}
 	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ch.Close()
-	for ctx.Err() == nil {
-		if d, ok, err := ch.Get(queue, true); err == nil && ok {
-			return d
-		} else if err != nil && !strings.Contains(err.Error(), "NOT_FOUND") {
-			t.Fatal(err)
-		} else if err != nil { // the queue is not declared yet: a fresh channel
-			ch, err = conn.Channel()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(20 * time.Millisecond) // polling the real broker
-	}
-	t.Fatalf("nothing reached %s", queue)
-	return amqp.Delivery{}
 }
 
 func rungNames(policy retrypolicy.Policy, queue string) []string {

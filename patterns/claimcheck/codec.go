@@ -90,10 +90,15 @@ func (c *Codec) Serialize(message any) ([]byte, error) {
 // first; a body without the framing is the delegate's as it is, which is what
 // makes adding the codec to a live queue safe.
 //
-// A store that fails is messaging.Retryable (the runtime retries the message
-// through its retry policy); a key the store does not hold, or refuses
-// (ErrInvalidKey), is messaging.Fatal and the message is parked with a reason
-// that names the key.
+// Only "the store does not hold this key" is a verdict on the message: a key
+// the store does not hold, or refuses (ErrInvalidKey), or an error the store
+// marked messaging.Fatal, is fatal, and the message is parked with a reason
+// that names the key. Any other failure of Get is the store's (a timeout, a
+// refused connection, "503 Slow Down"): the error is marked messaging.Outage
+// (and Retryable, so the settlement tries the message again): it spends no
+// attempt and is never dead-lettered for it, however long the store is away.
+// A store that wants its failure counted against the message's retry budget
+// returns it marked messaging.Retryable.
 func (c *Codec) Deserialize(payload []byte, target any) error {
 	form, rest, framed := frame(payload)
 	if !framed {
@@ -121,9 +126,15 @@ func (c *Codec) fetch(rest []byte) ([]byte, error) {
 	case err != nil && (errors.Is(err, ErrInvalidKey) || messaging.IsFatal(err)):
 		c.monitor.Missing()
 		return nil, messaging.Fatal(fmt.Errorf("acemq: cannot read the claim check %q from the store: %w", shown(key), err))
-	case err != nil:
+	case err != nil && messaging.IsRetryable(err) && !messaging.IsOutage(err):
+		// The store says the failure is the message's to pay for.
 		c.monitor.StoreFailed(OperationGet, err)
-		return nil, messaging.Retryable(fmt.Errorf("acemq: cannot read the claim check %q from the store: %w", shown(key), err))
+		return nil, fmt.Errorf("acemq: cannot read the claim check %q from the store: %w", shown(key), err)
+	case err != nil:
+		// Anything else is the store's: the message is held, and read again
+		// once the store answers.
+		c.monitor.StoreFailed(OperationGet, err)
+		return nil, messaging.Retryable(messaging.Outage(fmt.Errorf("acemq: cannot read the claim check %q from the store: %w", shown(key), err)))
 	case !found:
 		c.monitor.Missing()
 		return nil, messaging.Fatal(fmt.Errorf("acemq: the claim check %q is not in the store, so this message cannot be read. The payload was removed while a message referring to it was still deliverable -- the store's retention has to outlast every queue, every dead-letter queue, and any replay somebody might do by hand", shown(key)))

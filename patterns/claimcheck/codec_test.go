@@ -125,11 +125,15 @@ func (f *CodecFixture) TestBytesFramedByHandDecode() {
 	f.So(claimed["from"], should.Equal, "python")
 }
 
-func (f *CodecFixture) TestAStoreFailureIsRetryableAndNamesTheKey() {
+// A store that fails with a plain error ("503 Slow Down") is away, not the
+// message's fault: the error is an outage (held, no attempt spent, never
+// dead-lettered) that the settlement tries again.
+func (f *CodecFixture) TestAStoreFailureIsAnOutageThatNamesTheKey() {
 	key, _ := f.store.MemoryStore.Put([]byte(`1`))
 	f.store.getFailures = 1
 	var n int
 	err := f.codec.Deserialize(claim(key), &n)
+	f.So(messaging.IsOutage(err), should.BeTrue)
 	f.So(messaging.IsRetryable(err), should.BeTrue)
 	f.So(messaging.IsFatal(err), should.BeFalse)
 	f.So(errors.Is(err, errStoreDown), should.BeTrue)
@@ -137,6 +141,24 @@ func (f *CodecFixture) TestAStoreFailureIsRetryableAndNamesTheKey() {
 	f.So(f.monitor.count("failed_get"), should.Equal, 1)
 	f.So(f.codec.Deserialize(claim(key), &n), should.BeNil) // the store answers next time
 	f.So(n, should.Equal, 1)
+}
+
+// A store can say otherwise: an error it marks Retryable spends the message's
+// budget, one it marks Fatal parks it.
+func (f *CodecFixture) TestAStoreCanSayItsFailureIsTheMessages() {
+	key, _ := f.store.MemoryStore.Put([]byte(`1`))
+	var n int
+	f.store.getErr = messaging.Retryable(errStoreDown)
+	err := f.codec.Deserialize(claim(key), &n)
+	f.So(messaging.IsRetryable(err), should.BeTrue)
+	f.So(messaging.IsOutage(err), should.BeFalse)
+	f.So(f.monitor.count("failed_get"), should.Equal, 1)
+
+	f.store.getErr = messaging.Fatal(errors.New("the object was archived"))
+	err = f.codec.Deserialize(claim(key), &n)
+	f.So(messaging.IsFatal(err), should.BeTrue)
+	f.So(messaging.IsOutage(err), should.BeFalse)
+	f.So(f.monitor.count("missing"), should.Equal, 1)
 }
 
 func (f *CodecFixture) TestAMissingKeyIsFatalWithTheSeedsText() {

@@ -1,33 +1,33 @@
 package claimcheck
 
+import "github.com/warrenmq/messaging/internal/options"
+
 // DefaultThreshold is the encoded size, in bytes, from which a payload is
 // offloaded to the store (64 KiB, the same in every AceMQ library): a payload
 // of len < threshold travels inline, one of exactly the threshold is
 // offloaded.
 const DefaultThreshold = 64 << 10
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring New: claimcheck.Options.OffloadAbove(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option.
+// (Exported so go doc lists them.)
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures New.
+type Option func(*config)
 
 type config struct {
 	threshold int
 	monitor   Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{threshold: DefaultThreshold}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
+	options.Apply(&c, opts)
+	if c.threshold < 0 {
+		c.threshold = DefaultThreshold
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
@@ -36,19 +36,10 @@ func newConfig(options []option) config {
 }
 
 // OffloadAbove sets the threshold: an encoded payload of n bytes or more goes
-// to the store, a shorter one travels inline (default DefaultThreshold).
-// Unlike most options of this module, zero is a real value here: it offloads
-// every payload. A negative n means the default.
-func (singleton) OffloadAbove(n int) option {
-	return func(c *config) {
-		if n < 0 {
-			n = DefaultThreshold
-		}
-		c.threshold = n
-	}
-}
+// to the store, a shorter one travels inline. Default: DefaultThreshold, 64
+// KiB. Unlike most options of this module, zero is a real value here: it
+// offloads every payload. A negative n means the default.
+func (OptionSet) OffloadAbove(n int) Option { return func(c *config) { c.threshold = n } }
 
-// Monitor receives the counts (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

@@ -11,6 +11,7 @@ type fakeStore struct {
 	*MemoryStore
 	mu          sync.Mutex
 	getFailures int
+	getErr      error // returned by every Get when set
 	putErr      error
 	putKey      *string
 	gets        int
@@ -41,6 +42,9 @@ func (s *fakeStore) Get(key string) ([]byte, bool, error) {
 	s.mu.Unlock()
 	if fail {
 		return nil, false, errStoreDown
+	}
+	if s.getErr != nil {
+		return nil, false, s.getErr
 	}
 	return s.MemoryStore.Get(key)
 }

@@ -12,9 +12,13 @@ type Store interface {
 	// in the message as bare UTF-8.
 	Put(content []byte) (key string, err error)
 	// Get returns the content kept under key. found is false, with a nil
-	// error, when the store answered and does not hold key; err is for a store
-	// that did not answer (a timeout, a refused connection), which may answer
-	// next time.
+	// error, when the store answered and does not hold key: that is the only
+	// verdict on the message (it is parked). err is for a store that did not
+	// answer (a timeout, a refused connection, an overloaded service): the
+	// message is held as an outage, with no attempt spent, until the store
+	// answers. Mark err messaging.Fatal for a key asking again cannot help
+	// (ErrInvalidKey does the same), or messaging.Retryable to have the
+	// failure spend the message's retry budget.
 	Get(key string) (content []byte, found bool, err error)
 	// Delete forgets key. The codec never calls it: when a payload may go is
 	// a retention decision, and it belongs to whoever owns the data.

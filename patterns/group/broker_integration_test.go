@@ -24,9 +24,12 @@ type tally struct {
 	closed   int // the member closed, once it was
 	after    int // what the closed member handled after CloseMember returned
 	isClosed bool
+	changed  chan struct{} // told after each message handled
 }
 
-func newTally() *tally { return &tally{byID: map[string]int{}, byMember: map[int]int{}, closed: -1} }
+func newTally() *tally {
+	return &tally{byID: map[string]int{}, byMember: map[int]int{}, closed: -1, changed: make(chan struct{}, 1)}
+}
 
 func (t *tally) handler(member int) messaging.Handler {
 	return messaging.HandlerFunc(func(_ context.Context, messages ...any) {
@@ -39,6 +42,10 @@ func (t *tally) handler(member int) messaging.Handler {
 				t.after++
 			}
 			t.mu.Unlock()
+			select {
+			case t.changed <- struct{}{}:
+			default:
+			}
 		}
 	})
 }
@@ -95,14 +102,17 @@ func publish(t *testing.T, url, exchange string, total int) {
 	}
 }
 
-func waitFor(t *testing.T, done func() bool) {
+// waitFor waits, at most a minute, for n messages to be handled.
+func (tl *tally) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatal("not every message was handled within a minute")
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for tl.handled() < n {
+		select {
+		case <-tl.changed:
+		case <-deadline.C:
+			t.Fatalf("%d of %d messages handled within a minute", tl.handled(), n)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -120,7 +130,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	g := startGroup(t, url, queue, exchange, members, tl)
 	publish(t, url, exchange, total)
 
-	waitFor(t, func() bool { return tl.handled() >= total/4 })
+	tl.waitFor(t, total/4)
 	tl.mu.Lock()
 	before := map[int]int{}
 	for m, n := range tl.byMember {
@@ -133,7 +143,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	tl.mu.Lock()
 	tl.closed, tl.isClosed = 0, true
 	tl.mu.Unlock()
-	waitFor(t, func() bool { return tl.handled() >= total })
+	tl.waitFor(t, total)
 	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
 
 	tl.mu.Lock()

@@ -4,18 +4,20 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/streaming"
 )
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring New and NewEach:
+// group.Options.Subscription(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New and NewEach; each method returns an
+// Option. (Exported so go doc lists them.)
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values.
-type Option = option
+// Option configures New and NewEach.
+type Option func(*config)
 
 // DefaultStartTimeout bounds how long New waits for every member to open its
 // stream when its context has no earlier deadline.
@@ -29,13 +31,9 @@ type config struct {
 	startTimeout time.Duration
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -50,29 +48,27 @@ func newConfig(options []option) config {
 
 // Subscription applies options to every member's subscription (buffer and
 // batch capacity, more workers, retry policy, shutdown strategy, ...). Each
-// member already has one worker running the group's handler.
-func (singleton) Subscription(options ...streaming.SubscriptionOption) option {
+// member already has one worker running the group's handler. Default: none
+// beyond that worker; the options add up over several calls.
+func (OptionSet) Subscription(options ...streaming.SubscriptionOption) Option {
 	return func(c *config) { c.subscription = append(c.subscription, options...) }
 }
 
-// Logger is every member's streaming logger (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *config) { c.logger = logger }
-}
+// Logger is every member's streaming logger. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// StreamingMonitor is every member's streaming.Monitor (default: none).
-func (singleton) StreamingMonitor(monitor streaming.Monitor) option {
+// StreamingMonitor is every member's streaming.Monitor. Default: the
+// runtime's own (none).
+func (OptionSet) StreamingMonitor(monitor streaming.Monitor) Option {
 	return func(c *config) { c.streaming = monitor }
 }
 
-// Monitor receives the group's own events (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the group's own events. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
-// StartTimeout bounds New's wait for every member to open its stream
-// (default DefaultStartTimeout, 30 s; zero or negative means the default).
-// The context New is given can end it sooner.
-func (singleton) StartTimeout(timeout time.Duration) option {
+// StartTimeout bounds New's wait for every member to open its stream.
+// Default: DefaultStartTimeout, 30 s; zero or negative means the default. The
+// context New is given can end it sooner.
+func (OptionSet) StartTimeout(timeout time.Duration) Option {
 	return func(c *config) { c.startTimeout = timeout }
 }

@@ -1,5 +1,5 @@
 // Package group runs several consumers over one queue, started and stopped
-// together: the seed's consumer groups.
+// together.
 //
 //	g, err := group.New(ctx, transport, "orders", 4, handler)
 //	if err != nil {
@@ -16,22 +16,20 @@
 // four here compete evenly with four in another instance). When a member
 // stops, the broker hands what it held unacknowledged to the others.
 //
-// Rows of the patterns map (CG1-CG4), as built here:
+// New(ctx, connector, queue, n, handler, options...) starts the members and
+// waits for every one's first open (streaming.Consumer.Started), bounded by
+// ctx and Options.StartTimeout; if any failed, it closes every member and
+// returns the error, which errors.Is matches against the transport's
+// sentinels (messaging.ErrNotFound for a missing queue). NewEach takes a
+// handler per member (for per-member state: an ordering.New instance orders
+// what one consumer receives). Options.Subscription applies streaming
+// subscription options to every member.
 //
-//   - CG1 New(ctx, connector, queue, n, handler, options...) and Close.
-//     NewEach takes a handler per member (for per-member state: an
-//     ordering.New instance orders what one consumer receives). Options.
-//     Subscription applies streaming subscription options to every member.
-//   - CG2 each member its own connection, channel and prefetch.
-//   - CG3 New waits for every member's first open
-//     (streaming.Consumer.Started), bounded by ctx and Options.StartTimeout;
-//     if any failed, it closes every member and returns the error, which
-//     errors.Is matches against the transport's sentinels
-//     (messaging.ErrNotFound for a missing queue).
-//   - CG4 Close closes every member at once and waits for all, so it takes
-//     one shutdown bound (the subscription's ShutdownStrategy), not n.
-//     CloseMember(i) stops one (the others take over its messages); Health
-//     reports a member waiting on an outage.
+// Close closes every member at once and waits for all, so it takes one
+// shutdown bound (the subscription's ShutdownStrategy), not n, and returns
+// the members' errors joined (messaging.ErrShutdownForced when a member's
+// handlers were abandoned). CloseMember(i) stops one (the others take over
+// its messages); Health reports a member waiting on an outage.
 //
 // Ordering across a group: each member orders only what it receives. For one
 // consumer per key, publish with ordering.PartitionedRoutingKey and give each

@@ -26,9 +26,11 @@ type Group struct {
 
 // member is one consumer and the goroutine that runs its Listen.
 type member struct {
+	index     int
 	consumer  *streaming.Consumer
 	listening chan struct{}
 	once      sync.Once
+	err       error // what closing it returned
 }
 
 // New starts n consumers of queue, each running handler, and returns once
@@ -76,7 +78,7 @@ func NewEach(ctx context.Context, connector messaging.Connector, queue string, n
 		if c.streaming != nil {
 			consumerOptions = append(consumerOptions, streaming.Options.Monitor(c.streaming))
 		}
-		m := &member{consumer: streaming.New(connector, consumerOptions...), listening: make(chan struct{})}
+		m := &member{index: i, consumer: streaming.New(connector, consumerOptions...), listening: make(chan struct{})}
 		go func() {
 			defer close(m.listening)
 			m.consumer.Listen()
@@ -109,26 +111,33 @@ func (g *Group) Members() int { return len(g.members) }
 
 // CloseMember stops member i (0 <= i < Members) alone, within its shutdown
 // strategy's bound; the broker hands what it held unacknowledged to the other
-// members. Closing a member twice is a no-op.
+// members. It returns what the member's Close returned
+// (messaging.ErrShutdownForced when its handlers had to be abandoned).
+// Closing a member twice returns the same.
 func (g *Group) CloseMember(i int) error {
 	if i < 0 || i >= len(g.members) {
 		return fmt.Errorf("group: no member %d in a group of %d consuming %s", i, len(g.members), g.queue)
 	}
-	g.closeMember(g.members[i])
-	return nil
+	return g.closeMember(g.members[i])
 }
 
-func (g *Group) closeMember(m *member) {
+func (g *Group) closeMember(m *member) error {
 	m.once.Do(func() {
-		_ = m.consumer.Close()
+		if err := m.consumer.Close(); err != nil {
+			m.err = fmt.Errorf("group: member %d of %d consuming %s: %w", m.index+1, len(g.members), g.queue, err)
+		}
 		<-m.listening
 		g.monitor.MemberClosed(g.queue)
 	})
+	return m.err
 }
 
 // Close stops every member at once and returns when all have stopped: each
 // finishes by its subscription's shutdown strategy, within its bound, so the
-// group takes one bound, not n. It is safe to call more than once.
+// group takes one bound, not n. It returns the members' errors joined, each
+// naming its member: errors.Is(err, messaging.ErrShutdownForced) says that
+// some member's handlers had to be abandoned. It is safe to call more than
+// once; a later call returns nil.
 func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -137,12 +146,13 @@ func (g *Group) Close() error {
 	}
 	g.closed = true
 	g.mu.Unlock()
+	errs := make([]error, len(g.members))
 	var wg sync.WaitGroup
-	for _, m := range g.members {
-		wg.Go(func() { g.closeMember(m) })
+	for i, m := range g.members {
+		wg.Go(func() { errs[i] = g.closeMember(m) })
 	}
 	wg.Wait()
-	return nil
+	return errors.Join(errs...)
 }
 
 // Health returns nil while no member is waiting on an outage, else the first

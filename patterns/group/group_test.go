@@ -14,6 +14,7 @@ import (
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/streaming"
 )
 
 func TestGroupFixture(t *testing.T) {
@@ -90,6 +91,30 @@ func (f *GroupFixture) TestTheArgumentsAreChecked() {
 	f.So(err.Error(), should.Equal, "group: member 2 of the consumer group of orders has no handler")
 	f.So(f.connector.connects(), should.Equal, 0)
 	f.So(CloseMemberOfNothing(), should.NotBeNil)
+}
+
+// A member whose handler outlives its shutdown bound is abandoned, and Close
+// says so: the member's ErrShutdownForced, naming the member, in the joined
+// error (before, Close always returned nil).
+func (f *GroupFixture) TestCloseReturnsTheMembersErrors() {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := make(chan struct{}, 16)
+	handler := messaging.HandlerFunc(func(context.Context, ...any) {
+		stuck <- struct{}{}
+		<-release // a handler that does not stop in time
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	g, err := New(ctx, f.connector, "orders", 2, handler, Options.Logger(f.quiet),
+		Options.Subscription(streaming.SubscriptionOptions.ShutdownStrategy(streaming.ShutdownStrategyCurrentBatch, 50*time.Millisecond)))
+	f.So(err, should.BeNil)
+	f.So(f.broker.Publish(ctx, messaging.Dispatch{RoutingKey: "orders", Payload: []byte("{}")}), should.BeNil)
+	<-stuck
+	err = g.Close()
+	f.So(errors.Is(err, messaging.ErrShutdownForced), should.BeTrue)
+	f.So(err.Error(), should.ContainSubstring, "of 2 consuming orders")
+	f.So(g.Close(), should.BeNil)
 }
 
 // CloseMemberOfNothing asks a group for a member it does not have.

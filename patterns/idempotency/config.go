@@ -5,20 +5,21 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/options"
 )
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring Middleware, New and
+// InTransaction: idempotency.Options.InProgressDelay(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of Middleware, New and InTransaction; each
+// method returns an Option. (Exported so go doc lists them.)
+type OptionSet struct{}
 
-type option func(*config)
+// Option configures Middleware, New and InTransaction.
+type Option func(*config)
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-// DefaultStoreTimeout bounds each call New makes to its store.
+// DefaultStoreTimeout bounds each call the guard makes to its store.
 const DefaultStoreTimeout = 10 * time.Second
 
 type config struct {
@@ -29,13 +30,9 @@ type config struct {
 	logger          *slog.Logger
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.inProgressDelay <= 0 {
 		c.inProgressDelay = DefaultInProgressDelay
 	}
@@ -58,49 +55,46 @@ func newConfig(options []option) config {
 func messageID(_ any, delivery messaging.Delivery) string { return delivery.MessageID }
 
 // InProgressDelay is how long a message whose key is in progress waits before
-// it is put back on its queue (default DefaultInProgressDelay, 5 s; zero or
-// negative means the default). Keep it well under the store's claim timeout.
-func (singleton) InProgressDelay(delay time.Duration) option {
+// it is put back on its queue. Default: DefaultInProgressDelay, 5 s; zero or
+// negative means the default. Keep it well under the store's claim timeout.
+func (OptionSet) InProgressDelay(delay time.Duration) Option {
 	return func(c *config) { c.inProgressDelay = delay }
 }
 
 // IdempotentBy takes the key from the message instead of its id, for when two
 // different messages are about the same thing. key receives the decoded
 // message and its envelope; an empty key is fatal: the message is
-// dead-lettered, never handled without a guard. nil means the message id.
-func (singleton) IdempotentBy(key func(message any, delivery messaging.Delivery) string) option {
+// dead-lettered, never handled without a guard. Default: the message id
+// (nil means the default).
+func (OptionSet) IdempotentBy(key func(message any, delivery messaging.Delivery) string) Option {
 	return func(c *config) { c.key = key }
 }
 
-// StoreTimeout bounds each store call (default DefaultStoreTimeout, 10 s; zero
-// or negative means the default). Confirm and Release run detached from the
-// handler's cancellation, within this bound, so a shutdown does not leave
-// claims behind.
-func (singleton) StoreTimeout(timeout time.Duration) option {
+// StoreTimeout bounds each store call. Default: DefaultStoreTimeout, 10 s;
+// zero or negative means the default. Renew, Confirm and Release run detached
+// from the handler's cancellation, within this bound, so a shutdown does not
+// leave claims behind.
+func (OptionSet) StoreTimeout(timeout time.Duration) Option {
 	return func(c *config) { c.storeTimeout = timeout }
 }
 
-// Monitor receives the counts (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
-// Logger receives the WARN lines of a failed Confirm or Release (default
-// slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *config) { c.logger = logger }
-}
+// Logger receives the WARN lines of a failed store call and of a lost claim.
+// Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// StoreOptions configures NewMemoryStore and NewSQLStore. It is a singleton
-// whose methods return options.
-var StoreOptions storeSingleton
+// StoreOptions is the entry point for configuring NewMemoryStore and
+// NewSQLStore: idempotency.StoreOptions.ClaimTimeout(...).
+var StoreOptions StoreOptionSet
 
-type storeSingleton struct{}
+// StoreOptionSet holds the options of NewMemoryStore and NewSQLStore; each
+// method returns a StoreOption. (Exported so go doc lists them.)
+type StoreOptionSet struct{}
 
-type storeOption func(*storeConfig)
-
-// StoreOption is the type of StoreOptions' values.
-type StoreOption = storeOption
+// StoreOption configures NewMemoryStore and NewSQLStore.
+type StoreOption func(*storeConfig)
 
 // DefaultTable is the SQL store's table, the name the other AceMQ libraries
 // use, so services in any of them can share it.
@@ -108,22 +102,14 @@ const DefaultTable = "acemq_idempotency"
 
 type storeConfig struct {
 	claimTimeout time.Duration
-	now          func() time.Time
 	table        string
 }
 
-func newStoreConfig(options []storeOption) storeConfig {
-	c := storeConfig{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+func newStoreConfig(opts []StoreOption) storeConfig {
+	c := storeConfig{table: DefaultTable}
+	options.Apply(&c, opts)
 	if c.claimTimeout <= 0 {
 		c.claimTimeout = DefaultClaimTimeout
-	}
-	if c.now == nil {
-		c.now = time.Now
 	}
 	if c.table == "" {
 		c.table = DefaultTable
@@ -131,21 +117,15 @@ func newStoreConfig(options []storeOption) storeConfig {
 	return c
 }
 
-// ClaimTimeout is the lease of a claim (default DefaultClaimTimeout, 5 min;
-// zero or negative means the default): a claim neither confirmed nor released
-// within it is taken again by the next delivery of its message.
-func (storeSingleton) ClaimTimeout(timeout time.Duration) storeOption {
+// ClaimTimeout is the lease of a claim: a claim neither confirmed, released
+// nor renewed within it is taken again by the next delivery of its message.
+// The guard renews its claims every third of it while the handler runs.
+// Default: DefaultClaimTimeout, 5 min; zero or negative means the default.
+func (StoreOptionSet) ClaimTimeout(timeout time.Duration) StoreOption {
 	return func(c *storeConfig) { c.claimTimeout = timeout }
 }
 
-// Clock replaces time.Now, for tests.
-func (storeSingleton) Clock(now func() time.Time) storeOption {
-	return func(c *storeConfig) { c.now = now }
-}
-
-// Table names the SQL store's table (default DefaultTable,
-// "acemq_idempotency"): a plain identifier, optionally schema.table. The
-// memory store ignores it.
-func (storeSingleton) Table(name string) storeOption {
-	return func(c *storeConfig) { c.table = name }
-}
+// Table names the SQL store's table: a plain identifier, optionally
+// schema.table. Default: DefaultTable, "acemq_idempotency". The memory store
+// ignores it.
+func (StoreOptionSet) Table(name string) StoreOption { return func(c *storeConfig) { c.table = name } }

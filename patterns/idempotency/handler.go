@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/warrenmq/messaging"
 )
 
-// New returns the idempotency guard as a messaging.Middleware. For each
+// Middleware returns the idempotency guard as a messaging.Middleware. For each
 // delivery of a batch it claims the delivery's key in store:
 //
 //   - claimed: the message is handed to the inner handler (with the others
@@ -30,11 +31,17 @@ import (
 // It needs a settlement decorator outside it (the streaming runtime puts one
 // around every worker). Put it outside retry and transactional, so one claim
 // covers the retries of a batch.
-func New(store Store, options ...Option) messaging.Middleware {
+func Middleware(store Store, options ...Option) messaging.Middleware {
 	c := newConfig(options)
 	return func(inner messaging.Handler) messaging.Handler {
 		return &handler{inner: inner, store: store, config: c}
 	}
+}
+
+// New is Middleware(store, options...)(inner): inner guarded by claims in
+// store.
+func New(store Store, inner messaging.Handler, options ...Option) messaging.Handler {
+	return Middleware(store, options...)(inner)
 }
 
 type handler struct {
@@ -47,7 +54,8 @@ type handler struct {
 type claimedMessage struct {
 	message  any
 	delivery messaging.Delivery
-	key      string
+	claim    Claim
+	lost     bool // the store said the claim was taken by another delivery
 }
 
 // Handle claims, settles what must not run, runs the rest and confirms or
@@ -57,7 +65,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	if len(deliveries) != len(messages) {
 		panic(messaging.Fatal(fmt.Errorf("idempotency: the handler received %d messages and its context %d envelopes; run it under the streaming runtime (or a decorator that sets messaging.WithDeliveries)", len(messages), len(deliveries))))
 	}
-	claimed := make([]claimedMessage, 0, len(messages))
+	claimed := make([]*claimedMessage, 0, len(messages))
 	var waiting []messaging.Delivery // in progress: put back once the claimed ones ran
 	// Until the claimed messages are handed on, a panic (a failed
 	// settlement, an outage, a key function that panicked) releases them.
@@ -68,32 +76,19 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		}
 	}()
 	for i, delivery := range deliveries {
-		queue := delivery.SourceQueue
-		key := h.config.key(messages[i], delivery)
-		if key == "" {
-			err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
-			mustSettle(messaging.Reject(ctx, delivery, err))
+		claim, ok := h.claim(ctx, messages[i], delivery)
+		if !ok {
 			continue
 		}
-		result, err := h.claim(ctx, key)
-		if err != nil {
-			h.config.monitor.StoreFailed(queue, OperationClaim, err)
-			err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", key, delivery.MessageID, err)
-			if messaging.IsOutage(err) || ctx.Err() != nil {
-				panic(messaging.Outage(err))
-			}
-			mustSettle(messaging.Retry(ctx, delivery, err))
-			continue
-		}
-		switch result {
+		switch claim.Result {
 		case Claimed:
-			h.config.monitor.Claimed(queue)
-			claimed = append(claimed, claimedMessage{message: messages[i], delivery: delivery, key: key})
+			h.config.monitor.Claimed(delivery.SourceQueue)
+			claimed = append(claimed, &claimedMessage{message: messages[i], delivery: delivery, claim: claim})
 		case InProgress:
-			h.config.monitor.InProgress(queue)
+			h.config.monitor.InProgress(delivery.SourceQueue)
 			waiting = append(waiting, delivery)
 		default:
-			h.config.monitor.Duplicate(queue)
+			h.config.monitor.Duplicate(delivery.SourceQueue)
 			// Without a settler, returning acknowledges it all the same.
 			if err := messaging.Accept(ctx, delivery); err != nil && !errors.Is(err, messaging.ErrNoSettler) {
 				panic(err)
@@ -113,9 +108,37 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// run hands the claimed messages to the inner handler, then confirms or
-// releases each key; a panic is re-raised after the keys are released.
-func (h *handler) run(ctx context.Context, messages []any, claimed []claimedMessage) {
+// claim asks the store for delivery's key. ok is false when the delivery was
+// settled instead (an empty key, a store error that is the message's); a
+// store that is unreachable panics with the error marked messaging.Outage.
+func (h *handler) claim(ctx context.Context, message any, delivery messaging.Delivery) (_ Claim, ok bool) {
+	key := h.config.key(message, delivery)
+	if key == "" {
+		err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
+		mustSettle(messaging.Reject(ctx, delivery, err))
+		return Claim{}, false
+	}
+	storeCtx, cancel := context.WithTimeout(ctx, h.config.storeTimeout)
+	defer cancel()
+	claim, err := h.store.TryClaim(storeCtx, key)
+	if err != nil {
+		if !messaging.IsFatal(err) { // a key the store refuses is the message's, not the store's
+			h.config.monitor.StoreFailed(delivery.SourceQueue, OperationClaim, err)
+		}
+		err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", shorten(key), shorten(delivery.MessageID), err)
+		if messaging.IsOutage(err) || ctx.Err() != nil {
+			panic(messaging.Outage(err))
+		}
+		mustSettle(messaging.Retry(ctx, delivery, err))
+		return Claim{}, false
+	}
+	return claim, true
+}
+
+// run hands the claimed messages to the inner handler, renewing their claims
+// while it runs, then confirms or releases each key; a panic is re-raised
+// after the keys are released.
+func (h *handler) run(ctx context.Context, messages []any, claimed []*claimedMessage) {
 	innerCtx, innerMessages := ctx, messages
 	if len(claimed) != len(messages) {
 		subset := make([]messaging.Delivery, len(claimed))
@@ -125,13 +148,18 @@ func (h *handler) run(ctx context.Context, messages []any, claimed []claimedMess
 		}
 		innerCtx = messaging.WithDeliveries(ctx, subset)
 	}
+	stopRenewing := h.renew(ctx, claimed)
 	returned := false
 	defer func() {
+		stopRenewing()
 		for _, c := range claimed {
 			decision, decided := messaging.DecisionOf(innerCtx, c.delivery)
-			if decided && decision.Verdict == messaging.Accepted || returned && !decided {
+			switch {
+			case c.lost:
+				// Nothing of this delivery's is left to confirm or release.
+			case decided && decision.Verdict == messaging.Accepted || returned && !decided:
 				h.confirm(ctx, c)
-			} else {
+			default:
 				h.release(ctx, c)
 			}
 		}
@@ -148,43 +176,100 @@ func mustSettle(err error) {
 	}
 }
 
-func (h *handler) claim(ctx context.Context, key string) (ClaimResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, h.config.storeTimeout)
-	defer cancel()
-	return claim(ctx, h.store, key)
-}
-
-func (h *handler) releaseAll(ctx context.Context, claimed []claimedMessage) {
+func (h *handler) releaseAll(ctx context.Context, claimed []*claimedMessage) {
 	for _, c := range claimed {
 		h.release(ctx, c)
 	}
 }
 
+// renew keeps the claims' leases from ending while the handler runs: every
+// third of the shortest lease it renews each claim not yet lost. A claim the
+// store says another delivery took is lost (counted and logged once); a
+// renewal that fails otherwise is reported and tried again at the next turn.
+// The returned stop ends the renewals and waits for the last one.
+func (h *handler) renew(ctx context.Context, claimed []*claimedMessage) (stop func()) {
+	var lease time.Duration
+	for _, c := range claimed {
+		if c.claim.Lease > 0 && (lease == 0 || c.claim.Lease < lease) {
+			lease = c.claim.Lease
+		}
+	}
+	if lease == 0 {
+		return func() {}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		ticker := time.NewTicker(max(lease/3, time.Millisecond))
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+			}
+			for _, c := range claimed {
+				if c.claim.Lease > 0 && !c.lost {
+					h.renewOne(ctx, c)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+func (h *handler) renewOne(ctx context.Context, c *claimedMessage) {
+	h.own(ctx, c, OperationRenew, h.store.Renew, "it is renewed again shortly; if its lease ends first, another delivery of the message may run it too")
+}
+
 // confirm records the work as done; a failure is reported and otherwise
 // ignored: the claim then holds the key until its lease ends.
-func (h *handler) confirm(ctx context.Context, c claimedMessage) {
+func (h *handler) confirm(ctx context.Context, c *claimedMessage) {
+	h.own(ctx, c, OperationConfirm, h.store.Confirm, "the next delivery within the claim's lease is put back as in progress, and one after it runs the handler again")
+}
+
+// own calls the store on c's own claim, detached from the handler's
+// cancellation and within the store timeout: a claim another delivery took
+// is counted as lost, any other failure is reported with its consequence.
+func (h *handler) own(ctx context.Context, c *claimedMessage, operation string, call func(context.Context, Claim) error, consequence string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.config.storeTimeout)
 	defer cancel()
-	if err := h.store.Confirm(ctx, c.key); err != nil {
-		h.storeFailed(c, OperationConfirm, err, "the next delivery within the claim's lease is put back as in progress, and one after it runs the handler again")
+	switch err := call(ctx, c.claim); {
+	case errors.Is(err, ErrClaimLost):
+		h.claimLost(c, operation)
+	case err != nil:
+		h.storeFailed(c, operation, err, consequence)
 	}
 }
 
 // release forgets the claim so the retry runs; a failure is reported and
 // otherwise ignored: the claim then holds the key until its lease ends, and
 // the retry is put back as in progress until then.
-func (h *handler) release(ctx context.Context, c claimedMessage) {
+func (h *handler) release(ctx context.Context, c *claimedMessage) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.config.storeTimeout)
 	defer cancel()
 	h.config.monitor.Released(c.delivery.SourceQueue)
-	if err := h.store.Release(ctx, c.key); err != nil {
+	if err := h.store.Release(ctx, c.claim); err != nil {
 		h.storeFailed(c, OperationRelease, err, "its retry is put back as in progress until the claim's lease ends")
 	}
 }
 
-func (h *handler) storeFailed(c claimedMessage, operation string, err error, consequence string) {
+// claimLost reports a claim the store says is no longer this delivery's.
+func (h *handler) claimLost(c *claimedMessage, operation string) {
+	c.lost = true
+	queue := c.delivery.SourceQueue
+	h.config.monitor.ClaimLost(queue)
+	h.config.logger.Warn("An idempotency claim was taken by another delivery of its message after its lease ended; the message's work may run twice. Lengthen the store's ClaimTimeout, or look at why renewals failed.",
+		slog.String("queue", queue), slog.String("operation", operation), slog.String("key", c.claim.Key), slog.String("message_id", c.delivery.MessageID))
+}
+
+func (h *handler) storeFailed(c *claimedMessage, operation string, err error, consequence string) {
 	queue := c.delivery.SourceQueue
 	h.config.monitor.StoreFailed(queue, operation, err)
-	h.config.logger.Warn(fmt.Sprintf("Unable to %s idempotency key [%s] of message [%s] from [%s] [%v]; %s.", operation, c.key, c.delivery.MessageID, queue, err, consequence),
-		slog.String("queue", queue), slog.String("operation", operation), slog.String("key", c.key), slog.String("message_id", c.delivery.MessageID), slog.Any("error", err))
+	h.config.logger.Warn("Unable to "+operation+" an idempotency key.",
+		slog.String("queue", queue), slog.String("operation", operation), slog.String("key", c.claim.Key),
+		slog.String("message_id", c.delivery.MessageID), slog.Any("error", err), slog.String("consequence", consequence))
 }

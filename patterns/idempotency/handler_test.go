@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -53,7 +54,7 @@ func (f *HandlerFixture) handle(options ...Option) (value any) {
 		}
 	})
 	options = append([]Option{Options.Monitor(f.monitor), Options.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, options...)
-	handler := New(f.store, options...)(inner)
+	handler := Middleware(f.store, options...)(inner)
 	ctx := messaging.WithSettler(messaging.WithDeliveries(context.Background(), f.batch), f.settler)
 	messages := make([]any, len(f.batch))
 	for i, d := range f.batch {
@@ -137,15 +138,6 @@ func (f *HandlerFixture) TestAMessageSettledOtherwiseThanAcceptedIsReleased() {
 	f.So(f.store.confirmed, should.Equal, []string{"m1"})
 }
 
-func (f *HandlerFixture) TestAStoreWithOnlyClaimReadsARefusalAsADuplicate() {
-	store := &claimOnly{taken: map[string]bool{"m1": true}}
-	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) { f.received = append(f.received, messages...) })
-	ctx := messaging.WithSettler(messaging.WithDeliveries(context.Background(), f.batch), f.settler)
-	New(store)(inner).Handle(ctx, "m0", "m1", "m2")
-	f.So(f.received, should.Equal, []any{"m0", "m2"})
-	f.So(f.settler.order, should.Equal, []string{"m1 accepted"})
-}
-
 func (f *HandlerFixture) TestTheKeyComesFromIdempotentBy() {
 	f.handle(Options.IdempotentBy(func(message any, d messaging.Delivery) string { return "order-" + message.(string) }))
 	f.So(f.store.confirmed, should.Equal, []string{"order-m0", "order-m1", "order-m2"})
@@ -209,7 +201,7 @@ func (f *HandlerFixture) TestAFailedConfirmIsReportedAndIgnored() {
 }
 
 func (f *HandlerFixture) TestEnvelopesMustTravelInTheContext() {
-	handler := New(f.store)(messaging.HandlerFunc(func(context.Context, ...any) {}))
+	handler := Middleware(f.store)(messaging.HandlerFunc(func(context.Context, ...any) {}))
 	defer func() {
 		err, _ := recover().(error)
 		f.So(messaging.IsFatal(err), should.BeTrue)
@@ -227,4 +219,63 @@ func (f *HandlerFixture) TestAKeyFunctionThatPanicsReleasesWhatWasClaimed() {
 	f.So(value, should.Equal, "no key here")
 	f.So(f.received, should.BeEmpty)
 	f.So(f.store.released, should.Equal, []string{"m0", "m1"})
+}
+
+// A handler that runs past its claims' lease renews them every third of it
+// while it runs, and stops when it returns.
+func (f *HandlerFixture) TestALongHandlerRenewsItsClaimsWhileItRuns() {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.store.lease = 9 * time.Second
+		f.during = func(context.Context) { time.Sleep(10 * time.Second) } // renewed at 3, 6 and 9 s
+		f.So(f.handle(), should.BeNil)
+		f.So(f.store.renewals(), should.Equal, []string{"m0", "m1", "m2", "m0", "m1", "m2", "m0", "m1", "m2"})
+		time.Sleep(time.Minute)
+		f.So(len(f.store.renewals()), should.Equal, 9) // stopped with the handler
+	})
+	f.So(f.store.confirmed, should.Equal, []string{"m0", "m1", "m2"})
+}
+
+// The store says another delivery took m1's key while the handler ran: m1's
+// claim is neither confirmed nor released (it is not this delivery's), the
+// loss is counted once, and the others are confirmed.
+func (f *HandlerFixture) TestAClaimLostDuringTheHandlerIsCountedAndLeftAlone() {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.store.lease = 3 * time.Second
+		f.store.errs["renew m1"] = ErrClaimLost
+		f.during = func(context.Context) { time.Sleep(10 * time.Second) }
+		f.So(f.handle(), should.BeNil)
+	})
+	f.So(f.store.confirmed, should.Equal, []string{"m0", "m2"})
+	f.So(f.store.released, should.BeEmpty)
+	f.So(f.monitor.count("claim_lost"), should.Equal, 1)
+}
+
+// A Confirm the store refuses because the claim was taken is counted as lost,
+// not as a store failure.
+func (f *HandlerFixture) TestALateConfirmTheStoreRefusesIsCounted() {
+	f.store.errs["confirm m2"] = ErrClaimLost
+	f.So(f.handle(), should.BeNil)
+	f.So(f.monitor.count("claim_lost"), should.Equal, 1)
+	f.So(f.monitor.count("store_failed confirm"), should.Equal, 0)
+}
+
+// A renewal that fails for another reason is reported and tried again.
+func (f *HandlerFixture) TestAFailedRenewalIsReportedAndTriedAgain() {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.store.lease = 3 * time.Second
+		f.store.errs["renew m0"] = errors.New("deadlock found")
+		f.during = func(context.Context) { time.Sleep(5500 * time.Millisecond) }
+		f.So(f.handle(), should.BeNil)
+	})
+	f.So(f.monitor.count("store_failed renew"), should.Equal, 5)
+	f.So(f.store.confirmed, should.Equal, []string{"m0", "m1", "m2"})
+}
+
+// A claim with no lease (a claim in a transaction) is not renewed.
+func (f *HandlerFixture) TestAClaimWithoutALeaseIsNotRenewed() {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.during = func(context.Context) { time.Sleep(time.Hour) }
+		f.So(f.handle(), should.BeNil)
+	})
+	f.So(f.store.renewals(), should.BeEmpty)
 }

@@ -2,7 +2,9 @@ package idempotency
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -13,71 +15,123 @@ func TestMemoryStoreFixture(t *testing.T) {
 	gunit.Run(new(MemoryStoreFixture), t)
 }
 
+// MemoryStoreFixture runs each test in a synctest bubble, so the leases and
+// the TTL pass on the bubble's clock.
 type MemoryStoreFixture struct {
 	*gunit.Fixture
-	now   time.Time
 	store *MemoryStore
 	ctx   context.Context
 }
 
-func (f *MemoryStoreFixture) Setup() {
-	f.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	f.ctx = context.Background()
-	f.store = NewMemoryStore(time.Hour, StoreOptions.ClaimTimeout(time.Minute), StoreOptions.Clock(func() time.Time { return f.now }))
+func (f *MemoryStoreFixture) inBubble(test func()) {
+	synctest.Test(f.T().(*testing.T), func(*testing.T) {
+		f.ctx = context.Background()
+		f.store = NewMemoryStore(time.Hour, StoreOptions.ClaimTimeout(time.Minute))
+		test()
+	})
 }
 
-func (f *MemoryStoreFixture) claim(key string) ClaimResult {
-	result, err := f.store.TryClaim(f.ctx, key)
+func (f *MemoryStoreFixture) claim(key string) Claim {
+	c, err := f.store.TryClaim(f.ctx, key)
 	f.So(err, should.BeNil)
-	return result
+	f.So(c.Key, should.Equal, key)
+	return c
 }
 
 func (f *MemoryStoreFixture) TestTheThreeStates() {
-	f.So(f.claim("k"), should.Equal, Claimed)
-	f.So(f.claim("k"), should.Equal, InProgress)
-	f.So(f.store.Confirm(f.ctx, "k"), should.BeNil)
-	f.So(f.claim("k"), should.Equal, Duplicate)
+	f.inBubble(func() {
+		c := f.claim("k")
+		f.So(c.Result, should.Equal, Claimed)
+		f.So(c.Owner, should.NotBeBlank)
+		f.So(c.Lease, should.Equal, time.Minute)
+		f.So(f.claim("k").Result, should.Equal, InProgress)
+		f.So(f.store.Confirm(f.ctx, c), should.BeNil)
+		f.So(f.claim("k").Result, should.Equal, Duplicate)
+	})
 }
 
 func (f *MemoryStoreFixture) TestAReleasedKeyIsClaimableAgain() {
-	f.claim("k")
-	f.So(f.store.Release(f.ctx, "k"), should.BeNil)
-	f.So(f.claim("k"), should.Equal, Claimed)
+	f.inBubble(func() {
+		f.So(f.store.Release(f.ctx, f.claim("k")), should.BeNil)
+		f.So(f.claim("k").Result, should.Equal, Claimed)
+	})
 }
 
 func (f *MemoryStoreFixture) TestAConfirmedKeyIsNotForgottenByALateRelease() {
-	f.claim("k")
-	f.store.Confirm(f.ctx, "k")
-	f.store.Release(f.ctx, "k")
-	f.So(f.claim("k"), should.Equal, Duplicate)
+	f.inBubble(func() {
+		c := f.claim("k")
+		f.So(f.store.Confirm(f.ctx, c), should.BeNil)
+		f.So(f.store.Release(f.ctx, c), should.BeNil)
+		f.So(f.claim("k").Result, should.Equal, Duplicate)
+	})
 }
 
 func (f *MemoryStoreFixture) TestAClaimWhoseLeaseEndedIsTakenAgain() {
-	f.claim("k")
-	f.now = f.now.Add(59 * time.Second)
-	f.So(f.claim("k"), should.Equal, InProgress)
-	f.now = f.now.Add(time.Second)
-	f.So(f.claim("k"), should.Equal, Claimed)
-	f.So(f.claim("k"), should.Equal, InProgress) // the new holder's lease
+	f.inBubble(func() {
+		f.claim("k")
+		time.Sleep(59 * time.Second)
+		f.So(f.claim("k").Result, should.Equal, InProgress)
+		time.Sleep(time.Second)
+		f.So(f.claim("k").Result, should.Equal, Claimed)
+		f.So(f.claim("k").Result, should.Equal, InProgress) // the new holder's lease
+	})
+}
+
+// The first holder's lease ran out and a second delivery took the key: the
+// first can neither release nor confirm the second's claim, nor renew its own.
+func (f *MemoryStoreFixture) TestALateHolderCannotTouchTheClaimThatReplacedIt() {
+	f.inBubble(func() {
+		first := f.claim("k")
+		time.Sleep(time.Minute)
+		second := f.claim("k")
+		f.So(second.Result, should.Equal, Claimed)
+		f.So(second.Owner, should.NotEqual, first.Owner)
+
+		f.So(f.store.Release(f.ctx, first), should.BeNil)
+		f.So(f.claim("k").Result, should.Equal, InProgress) // still the second's
+		f.So(errors.Is(f.store.Renew(f.ctx, first), ErrClaimLost), should.BeTrue)
+		f.So(errors.Is(f.store.Confirm(f.ctx, first), ErrClaimLost), should.BeTrue)
+		f.So(f.claim("k").Result, should.Equal, InProgress)
+
+		f.So(f.store.Confirm(f.ctx, second), should.BeNil)
+		f.So(f.claim("k").Result, should.Equal, Duplicate)
+	})
+}
+
+func (f *MemoryStoreFixture) TestARenewedClaimKeepsItsKeyPastTheLease() {
+	f.inBubble(func() {
+		c := f.claim("k")
+		for range 5 {
+			time.Sleep(40 * time.Second)
+			f.So(f.store.Renew(f.ctx, c), should.BeNil)
+			f.So(f.claim("k").Result, should.Equal, InProgress)
+		}
+		f.So(f.store.Confirm(f.ctx, c), should.BeNil)
+	})
+}
+
+func (f *MemoryStoreFixture) TestAConfirmedOrReleasedClaimCannotBeRenewed() {
+	f.inBubble(func() {
+		c := f.claim("a")
+		f.So(f.store.Confirm(f.ctx, c), should.BeNil)
+		f.So(errors.Is(f.store.Renew(f.ctx, c), ErrClaimLost), should.BeTrue)
+		d := f.claim("b")
+		f.So(f.store.Release(f.ctx, d), should.BeNil)
+		f.So(errors.Is(f.store.Renew(f.ctx, d), ErrClaimLost), should.BeTrue)
+		f.So(errors.Is(f.store.Confirm(f.ctx, Claim{Key: "c"}), ErrClaimLost), should.BeTrue)
+	})
 }
 
 func (f *MemoryStoreFixture) TestEntriesOlderThanTheTTLAreSweptOnClaim() {
-	f.claim("a")
-	f.store.Confirm(f.ctx, "a")
-	f.claim("b")
-	f.So(f.store.Len(), should.Equal, 2)
-	f.now = f.now.Add(time.Hour)
-	f.So(f.claim("c"), should.Equal, Claimed)
-	f.So(f.store.Len(), should.Equal, 1)
-	f.So(f.claim("a"), should.Equal, Claimed)
-}
-
-func (f *MemoryStoreFixture) TestClaimKeepsItsBool() {
-	taken, err := f.store.Claim(f.ctx, "k")
-	f.So(taken, should.BeTrue)
-	f.So(err, should.BeNil)
-	taken, _ = f.store.Claim(f.ctx, "k")
-	f.So(taken, should.BeFalse)
+	f.inBubble(func() {
+		f.So(f.store.Confirm(f.ctx, f.claim("a")), should.BeNil)
+		f.claim("b")
+		f.So(f.store.Len(), should.Equal, 2)
+		time.Sleep(time.Hour)
+		f.So(f.claim("c").Result, should.Equal, Claimed)
+		f.So(f.store.Len(), should.Equal, 1)
+		f.So(f.claim("a").Result, should.Equal, Claimed)
+	})
 }
 
 func (f *MemoryStoreFixture) TestDefaults() {

@@ -6,9 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
+	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/sqldialect"
 )
+
+// MaxKeyLength is the longest key, in characters, the SQL store's key column
+// holds (VARCHAR(255), the layout every AceMQ library uses). TryClaim refuses
+// a longer key at once, as a messaging.Fatal error, rather than sending it to
+// a database that fails the claim (MySQL: "Data too long") or cuts it short.
+const MaxKeyLength = 255
 
 // DB is what the SQL store needs of a database: *sql.DB, *sql.Conn and *sql.Tx
 // all have it, so a store over a *sql.Tx writes in that transaction.
@@ -19,114 +27,128 @@ type DB interface {
 
 // SQLStore keeps the keys in a table shared by every worker and process that
 // uses it: MySQL/MariaDB, PostgreSQL or SQLite, in the table layout of the
-// other AceMQ libraries (key, handled_at, confirmed). Times are the process's
+// other AceMQ libraries (key, handled_at, confirmed) with one column more,
+// claimed_by, the owner token that fences a claim. Times are the process's
 // clock, in UTC: the processes sharing a table need clocks that agree to well
 // within the claim timeout. It is safe for concurrent use when db is.
 type SQLStore struct {
 	db      DB
 	dialect sqldialect.Dialect
 	lease   time.Duration
-	now     func() time.Time
 	table   string
 
-	insert, reclaim, lookup, confirm, release, prune string
+	insert, reclaim, lookup, owner, renew, confirm, release, prune string
 }
 
 // NewSQLStore returns a store over db in dialect (sqldialect.MySQL,
-// sqldialect.PostgreSQL or sqldialect.SQLite). StoreOptions.Table, ClaimTimeout and Clock apply. It
-// creates nothing: apply Schema with your migrations. The error is a table
-// name that is not a plain identifier.
+// sqldialect.PostgreSQL or sqldialect.SQLite). StoreOptions.Table and
+// ClaimTimeout apply. It creates nothing: apply Schema with your migrations.
+// The error is a table name that is not a plain identifier, or
+// ErrClientFoundRows for a MySQL handle opened with clientFoundRows=true.
 func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQLStore, error) {
 	c := newStoreConfig(options)
 	if err := sqldialect.CheckTable("idempotency", c.table); err != nil {
 		return nil, err
 	}
-	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, now: c.now, table: c.table}
+	if dialect.IsMySQL() && reportsFoundRows(db) {
+		return nil, ErrClientFoundRows
+	}
+	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, table: c.table}
 	key := s.keyColumn()
-	ignore := dialect.IgnoreDuplicate(key)
-	t := s.table
-	s.insert = s.dialect.Rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed) VALUES (?, ?, FALSE)" + ignore)
-	s.reclaim = s.dialect.Rebind("UPDATE " + t + " SET handled_at = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
-	s.lookup = s.dialect.Rebind("SELECT confirmed FROM " + t + " WHERE " + key + " = ?")
-	s.confirm = s.dialect.Rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ? WHERE " + key + " = ?")
-	s.release = s.dialect.Rebind("DELETE FROM " + t + " WHERE " + key + " = ? AND confirmed = FALSE")
-	s.prune = s.dialect.Rebind("DELETE FROM " + t + " WHERE handled_at < ?")
+	t, mine := s.table, " WHERE "+key+" = ? AND claimed_by = ? AND confirmed = FALSE"
+	s.insert = dialect.Rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed, claimed_by) VALUES (?, ?, FALSE, ?)" + dialect.IgnoreDuplicate(key))
+	s.reclaim = dialect.Rebind("UPDATE " + t + " SET handled_at = ?, claimed_by = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
+	s.lookup = dialect.Rebind("SELECT confirmed FROM " + t + " WHERE " + key + " = ?")
+	s.owner = dialect.Rebind("SELECT claimed_by, confirmed FROM " + t + " WHERE " + key + " = ?")
+	s.renew = dialect.Rebind("UPDATE " + t + " SET handled_at = ?" + mine)
+	s.confirm = dialect.Rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ?" + mine)
+	s.release = dialect.Rebind("DELETE FROM " + t + mine)
+	s.prune = dialect.Rebind("DELETE FROM " + t + " WHERE handled_at < ?")
 	return s, nil
 }
 
-// Schema returns the DDL that creates the store's table and its index in its
-// dialect. The library never runs it: put it in a migration. A table created
-// by another AceMQ library before 0.8 lacks confirmed and needs
-//
-//	ALTER TABLE acemq_idempotency ADD COLUMN confirmed BOOLEAN NOT NULL DEFAULT TRUE;
-func (s *SQLStore) Schema() string {
-	index := sqldialect.BareName(s.table) + "_handled_at"
-	if s.dialect.IsMySQL() {
-		return "CREATE TABLE IF NOT EXISTS " + s.table + " (\n" +
-			"    `key` VARCHAR(255) PRIMARY KEY,\n" +
-			"    handled_at DATETIME(6) NOT NULL,\n" +
-			"    confirmed BOOLEAN NOT NULL DEFAULT FALSE,\n" +
-			"    INDEX " + index + " (handled_at)\n" +
-			");\n"
+// TryClaim claims key: it inserts an unconfirmed claim with a new owner
+// token, or retakes one whose lease ended (the token changes, so the former
+// holder can no longer renew, confirm or release it); otherwise it reads the
+// row: confirmed is Duplicate, a live claim (or a row released in between) is
+// InProgress. A driver that cannot report the rows a statement changed makes
+// it fail rather than guess.
+func (s *SQLStore) TryClaim(ctx context.Context, key string) (Claim, error) {
+	if n := utf8.RuneCountInString(key); n > MaxKeyLength {
+		return Claim{}, messaging.Fatal(fmt.Errorf("idempotency: the key %q is %d characters long and %s holds keys of at most %d (VARCHAR(%d)), so this message cannot be guarded and is refused: give it a shorter id, or a shorter key with Options.IdempotentBy (a hash of the long one)",
+			shorten(key), n, s.table, MaxKeyLength, MaxKeyLength))
 	}
-	return "CREATE TABLE IF NOT EXISTS " + s.table + " (\n" +
-		"    key VARCHAR(255) PRIMARY KEY,\n" +
-		"    handled_at TIMESTAMP NOT NULL,\n" +
-		"    confirmed BOOLEAN NOT NULL DEFAULT FALSE\n" +
-		");\n" +
-		"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.table + " (handled_at);\n"
-}
-
-// TryClaim claims key: it inserts an unconfirmed claim, or retakes one whose
-// lease ended; otherwise it reads the row: confirmed is Duplicate, a live
-// claim (or a row released in between) is InProgress. A driver that cannot
-// report the rows a statement changed makes it fail rather than guess.
-func (s *SQLStore) TryClaim(ctx context.Context, key string) (ClaimResult, error) {
-	now := s.now().UTC()
-	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.dialect.Time(now))
+	now := time.Now().UTC()
+	claim := Claim{Key: key, Result: Claimed, Owner: messaging.NewID(), Lease: s.lease}
+	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.dialect.Time(now), claim.Owner)
 	if err != nil {
-		return 0, err
+		return Claim{}, err
 	}
 	if inserted == 1 {
-		return Claimed, nil
+		return claim, nil
 	}
-	retaken, err := s.exec(ctx, "claim", key, s.reclaim, s.dialect.Time(now), key, s.dialect.Time(now.Add(-s.lease)))
+	retaken, err := s.exec(ctx, "claim", key, s.reclaim, s.dialect.Time(now), claim.Owner, key, s.dialect.Time(now.Add(-s.lease)))
 	if err != nil {
-		return 0, err
+		return Claim{}, err
 	}
 	if retaken == 1 {
-		return Claimed, nil
+		return claim, nil
 	}
 	var confirmed bool
 	switch err := s.db.QueryRowContext(ctx, s.lookup, key).Scan(&confirmed); {
 	case errors.Is(err, sql.ErrNoRows):
-		return InProgress, nil // released between the statements: look again shortly
+		return Claim{Key: key, Result: InProgress}, nil // released between the statements: look again shortly
 	case err != nil:
-		return 0, fmt.Errorf("idempotency: claim key %q in %s: %w", key, s.table, err)
+		return Claim{}, fmt.Errorf("idempotency: claim key %q in %s: %w", key, s.table, err)
 	case confirmed:
-		return Duplicate, nil
+		return Claim{Key: key, Result: Duplicate}, nil
 	default:
-		return InProgress, nil
+		return Claim{Key: key, Result: InProgress}, nil
 	}
 }
 
-// Claim is TryClaim reduced to whether the caller now holds key.
-func (s *SQLStore) Claim(ctx context.Context, key string) (bool, error) {
-	result, err := s.TryClaim(ctx, key)
-	return result == Claimed, err
+// Renew restarts the lease of the caller's claim; ErrClaimLost when the key
+// is no longer held by it.
+func (s *SQLStore) Renew(ctx context.Context, c Claim) error {
+	return s.own(ctx, "renew", c, s.renew, s.dialect.Time(time.Now().UTC()), c.Key, c.Owner)
 }
 
-// Confirm records the work for key as done.
-func (s *SQLStore) Confirm(ctx context.Context, key string) error {
-	_, err := s.exec(ctx, "confirm", key, s.confirm, s.dialect.Time(s.now().UTC()), key)
+// Confirm records the work of the caller's claim as done; ErrClaimLost when
+// the key is no longer held by it (its lease ended and another delivery took
+// it).
+func (s *SQLStore) Confirm(ctx context.Context, c Claim) error {
+	return s.own(ctx, "confirm", c, s.confirm, s.dialect.Time(time.Now().UTC()), c.Key, c.Owner)
+}
+
+// Release forgets the caller's unconfirmed claim, so the next delivery runs
+// the handler; a confirmed key, or one another delivery holds, stays.
+func (s *SQLStore) Release(ctx context.Context, c Claim) error {
+	_, err := s.exec(ctx, "release", c.Key, s.release, c.Key, c.Owner)
 	return err
 }
 
-// Release forgets an unconfirmed claim on key, so the next delivery runs the
-// handler; a confirmed key stays.
-func (s *SQLStore) Release(ctx context.Context, key string) error {
-	_, err := s.exec(ctx, "release", key, s.release, key)
-	return err
+// own runs a statement that changes the caller's own claim, and returns
+// ErrClaimLost when it changed nothing.
+func (s *SQLStore) own(ctx context.Context, operation string, c Claim, query string, args ...any) error {
+	n, err := s.exec(ctx, operation, c.Key, query, args...)
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		return nil
+	}
+	// MySQL counts the rows a statement changed, not those it matched: a
+	// renewal within the same microsecond as the last changes nothing and is
+	// still the caller's claim.
+	var owner string
+	var confirmed bool
+	switch err := s.db.QueryRowContext(ctx, s.owner, c.Key).Scan(&owner, &confirmed); {
+	case err == nil && owner == c.Owner && c.Owner != "" && !confirmed:
+		return nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("idempotency: %s key %q in %s: %w", operation, c.Key, s.table, err)
+	}
+	return fmt.Errorf("idempotency: %s key %q in %s: %w", operation, c.Key, s.table, ErrClaimLost)
 }
 
 // Prune deletes the keys claimed or confirmed more than olderThan ago and
@@ -134,7 +156,7 @@ func (s *SQLStore) Release(ctx context.Context, key string) error {
 // with olderThan well over both the claim timeout and the longest a message
 // can be redelivered after it was handled.
 func (s *SQLStore) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
-	res, err := s.db.ExecContext(ctx, s.prune, s.dialect.Time(s.now().UTC().Add(-olderThan)))
+	res, err := s.db.ExecContext(ctx, s.prune, s.dialect.Time(time.Now().UTC().Add(-olderThan)))
 	if err != nil {
 		return 0, fmt.Errorf("idempotency: prune %s: %w", s.table, err)
 	}
@@ -156,6 +178,14 @@ func (s *SQLStore) exec(ctx context.Context, operation, key, query string, args 
 		return 0, fmt.Errorf("idempotency: %s key %q in %s: the driver cannot report the rows changed, and the store will not guess: %w", operation, key, s.table, err)
 	}
 	return n, nil
+}
+
+// shorten keeps the start of a key of more than 64 characters, for an error.
+func shorten(key string) string {
+	if runes := []rune(key); len(runes) > 64 {
+		return string(runes[:32]) + "..."
+	}
+	return key
 }
 
 // keyColumn is the key column, quoted where the word is reserved (MySQL).

@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -37,45 +38,56 @@ func (r ClaimResult) String() string {
 
 const (
 	// DefaultClaimTimeout is how long a claim that was neither confirmed nor
-	// released holds its key: after it, the key is claimable again, so the
-	// work of a holder that crashed is not lost.
+	// released, nor renewed, holds its key: after it, the key is claimable
+	// again, so the work of a holder that crashed is not lost.
 	DefaultClaimTimeout = 5 * time.Minute
 	// DefaultInProgressDelay is how long a message found in progress waits
 	// before it is put back on its queue. Keep it well under the claim timeout.
 	DefaultInProgressDelay = 5 * time.Second
 )
 
-// Store remembers which keys were handled. Claim takes a key: true when the
-// caller now holds it, false when it is taken. Confirm records the work as
-// done; Release forgets the claim, so a retry runs the work.
+// Claim is a store's answer to TryClaim: what it found for Key and, when
+// Result is Claimed, the caller's hold on the key.
 //
-// A store that implements only Store cannot tell a duplicate from work in
-// progress: a refused Claim is read as a duplicate (the message is accepted).
-// Implement ClaimReporter as well to tell them apart.
+// A claim is fenced by its Owner token: Renew, Confirm and Release act only on
+// a claim that still carries it. A holder whose lease ran out, and whose key
+// another delivery of the message then took, can neither release nor confirm
+// the newer claim: it finds its own claim gone (ErrClaimLost).
+type Claim struct {
+	// Key is the key that was claimed.
+	Key string
+	// Result is the state the store found the key in.
+	Result ClaimResult
+	// Owner identifies this claim among every claim ever made of Key; set
+	// when Result is Claimed.
+	Owner string
+	// Lease is how long the claim holds the key without a renewal (the
+	// store's claim timeout). The guard renews it while the handler runs, every
+	// third of it, so a handler that runs longer than the lease keeps its key.
+	// Zero means the claim needs no renewal (a claim in a transaction is held
+	// by the database's row lock until the commit).
+	Lease time.Duration
+}
+
+// ErrClaimLost is what Renew and Confirm return for a claim that is no longer
+// the caller's: its lease ended and another delivery of the message took the
+// key, or the claim is gone (released, pruned). The caller's work may then be
+// done twice; the guard counts it (Monitor.ClaimLost) and logs it.
+var ErrClaimLost = errors.New("idempotency: the claim is no longer this delivery's: its lease ended and another delivery of the message took the key")
+
+// Store remembers which keys were handled, and who holds the ones being
+// handled. TryClaim takes a key; Renew extends the caller's lease while its
+// handler runs; Confirm records the work as done; Release forgets the claim,
+// so a retry runs the work. Renew, Confirm and Release act only on the claim
+// they are given (its Owner): Renew and Confirm return ErrClaimLost when it
+// is no longer held, Release does nothing then.
+//
+// Both stores of this package implement it; a store of your own must fence
+// the same way, or a holder whose lease ran out releases or confirms a claim
+// another delivery took after it.
 type Store interface {
-	Claim(ctx context.Context, key string) (bool, error)
-	Confirm(ctx context.Context, key string) error
-	Release(ctx context.Context, key string) error
-}
-
-// ClaimReporter is a Store that reports which of the three states it found.
-// Both stores of this package implement it.
-type ClaimReporter interface {
-	TryClaim(ctx context.Context, key string) (ClaimResult, error)
-}
-
-// claim asks store for key, through TryClaim when it has one.
-func claim(ctx context.Context, store Store, key string) (ClaimResult, error) {
-	if reporter, ok := store.(ClaimReporter); ok {
-		return reporter.TryClaim(ctx, key)
-	}
-	taken, err := store.Claim(ctx, key)
-	switch {
-	case err != nil:
-		return 0, err
-	case taken:
-		return Claimed, nil
-	default:
-		return Duplicate, nil
-	}
+	TryClaim(ctx context.Context, key string) (Claim, error)
+	Renew(ctx context.Context, claim Claim) error
+	Confirm(ctx context.Context, claim Claim) error
+	Release(ctx context.Context, claim Claim) error
 }

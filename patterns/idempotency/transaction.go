@@ -15,7 +15,7 @@ import (
 // outbox.
 var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL transaction in the handler's context; put it inside handlers/sqltx.Middleware (or handlers/transactional.Middleware over an sqlmq outbox)")
 
-// InTransaction is New with every claim written in the batch's own SQL
+// InTransaction is Middleware with every claim written in the batch's own SQL
 // transaction, the one the handler does its work in
 // (messaging.TransactionSlotFrom(ctx).Tx, which handlers/sqltx and
 // handlers/transactional fill):
@@ -27,7 +27,7 @@ var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL trans
 //	)(handle) // handle writes through the same transaction
 //
 // The claim, its confirmation and the work commit together or not at all, so
-// the gap New leaves is closed: a crash after the commit and before the
+// the gap Middleware leaves is closed: a crash after the commit and before the
 // acknowledgement redelivers a message whose key is already confirmed (a
 // duplicate, accepted), and a crash before the commit leaves neither the work
 // nor a claim (the redelivery runs the handler, with no lease to wait out). A
@@ -70,30 +70,29 @@ type txStore struct {
 // TryClaim fails the batch when the claim fails: after a failed statement
 // (a deadlock, a lock wait that timed out) the transaction may be unusable,
 // so the batch is rolled back and run again rather than its other messages
-// handled in it.
-func (s *txStore) TryClaim(ctx context.Context, key string) (ClaimResult, error) {
-	result, err := s.SQLStore.TryClaim(ctx, key)
-	if err != nil {
-		if messaging.IsOutage(err) {
-			panic(messaging.Outage(err))
-		}
-		panic(fmt.Errorf("idempotency: the claim in the batch's transaction failed, so the batch is rolled back: %w", err))
+// handled in it. A key the store refuses (messaging.Fatal) is the message's
+// alone and is returned. The claim needs no renewal: until the commit the
+// database's row lock holds it.
+func (s *txStore) TryClaim(ctx context.Context, key string) (Claim, error) {
+	claim, err := s.SQLStore.TryClaim(ctx, key)
+	switch {
+	case err == nil:
+		claim.Lease = 0
+		return claim, nil
+	case messaging.IsFatal(err):
+		return Claim{}, err
+	case messaging.IsOutage(err):
+		panic(messaging.Outage(err))
 	}
-	return result, nil
+	panic(fmt.Errorf("idempotency: the claim in the batch's transaction failed, so the batch is rolled back: %w", err))
 }
 
-// Claim is TryClaim reduced to whether the batch now holds key.
-func (s *txStore) Claim(ctx context.Context, key string) (bool, error) {
-	result, err := s.TryClaim(ctx, key)
-	return result == Claimed, err
+func (s *txStore) Confirm(ctx context.Context, c Claim) error {
+	return s.remember(s.SQLStore.Confirm(ctx, c))
 }
 
-func (s *txStore) Confirm(ctx context.Context, key string) error {
-	return s.remember(s.SQLStore.Confirm(ctx, key))
-}
-
-func (s *txStore) Release(ctx context.Context, key string) error {
-	return s.remember(s.SQLStore.Release(ctx, key))
+func (s *txStore) Release(ctx context.Context, c Claim) error {
+	return s.remember(s.SQLStore.Release(ctx, c))
 }
 
 func (s *txStore) remember(err error) error {

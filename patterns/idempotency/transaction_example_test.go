@@ -16,7 +16,6 @@ import (
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/patterns/idempotency"
 	"github.com/warrenmq/messaging/sqldialect"
-	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -48,10 +47,11 @@ func ExampleInTransaction() {
 	if err != nil {
 		panic(err)
 	}
-	for _, statement := range append(sqlmq.Statements(store.Schema()), "CREATE TABLE shipments (order_id TEXT)") {
-		if _, err := db.ExecContext(ctx, statement); err != nil {
-			panic(err)
-		}
+	if err := store.CreateTable(ctx); err != nil { // creates what is missing; safe on every start
+		panic(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE shipments (order_id TEXT)"); err != nil {
+		panic(err)
 	}
 
 	ship := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {

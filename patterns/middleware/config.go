@@ -1,17 +1,21 @@
 package middleware
 
-import "time"
+import (
+	"time"
 
-// Options configures Timeout, Logging and Recovery. It is a singleton whose
-// methods return options.
-var Options singleton
+	"github.com/warrenmq/messaging/internal/options"
+)
 
-type singleton struct{}
+// Options is the entry point for configuring Timeout, Logging and Recovery:
+// middleware.Options.Monitor(...).
+var Options OptionSet
 
-type option func(*config)
+// OptionSet holds the options of Timeout, Logging and Recovery; each method
+// returns an Option. (Exported so go doc lists them.)
+type OptionSet struct{}
 
-// Option is the type of Options' values.
-type Option = option
+// Option configures Timeout, Logging and Recovery.
+type Option func(*config)
 
 // DefaultTimeout is Timeout's bound when it is given zero or less: a wait is
 // always bounded.
@@ -21,20 +25,14 @@ type config struct {
 	monitor Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
 	return c
 }
 
-// Monitor receives what Timeout and Recovery decided (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives what Timeout and Recovery decided. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

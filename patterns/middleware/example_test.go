@@ -16,7 +16,7 @@ import (
 
 var took = regexp.MustCompile(` took=\S+`)
 
-// The seed's chain under the streaming runtime, first named outermost:
+// The documented chain under the streaming runtime, first named outermost:
 // logging records what recovery and the timeout decided; the message that
 // outlived the timeout is handled again, on its second attempt, after the
 // ones queued behind it.

@@ -22,6 +22,7 @@ import (
 // handled, every id's handling count, and how many handlers ran at once per
 // key and overall.
 type journal struct {
+	changed   chan struct{} // told after each message handled
 	mu        sync.Mutex
 	order     map[string][]int
 	handled   map[string]int
@@ -32,7 +33,7 @@ type journal struct {
 }
 
 func newJournal() *journal {
-	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}}
+	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}, changed: make(chan struct{}, 1)}
 }
 
 func (j *journal) begin(key string) {
@@ -51,6 +52,10 @@ func (j *journal) end(key, id string, seq int) {
 	j.perKey[key]--
 	j.order[key] = append(j.order[key], seq)
 	j.handled[id]++
+	select {
+	case j.changed <- struct{}{}:
+	default:
+	}
 }
 
 func (j *journal) count() int {
@@ -60,8 +65,14 @@ func (j *journal) count() int {
 }
 
 // orderedConsumer starts a streaming consumer of queue (bound to exchange)
-// with workers sharing one New(ByHeader("x-order-id")) handler over inner.
+// with workers sharing one Middleware(ByHeader("x-order-id")) handler over inner.
 func orderedConsumer(t *testing.T, url, exchange, queue string, workers int, batch uint16, inner messaging.Handler) messaging.Connector {
+	t.Helper()
+	return orderedConsumerBy(t, url, exchange, queue, workers, batch, ByHeader("x-order-id"), inner)
+}
+
+// orderedConsumerBy is orderedConsumer ordering by key.
+func orderedConsumerBy(t *testing.T, url, exchange, queue string, workers int, batch uint16, key Key, inner messaging.Handler) messaging.Connector {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(quiet))
@@ -69,7 +80,7 @@ func orderedConsumer(t *testing.T, url, exchange, queue string, workers int, bat
 	// A second's window: this machine runs other suites at once, and a worker
 	// starved of CPU for longer than the default window can be overtaken
 	// (GapSkipped reports it).
-	handler := New(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
+	handler := Middleware(key, Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(inner)
 	handlers := make([]messaging.Handler, workers)
 	for i := range handlers {
 		handlers[i] = handler
@@ -115,7 +126,8 @@ func (m *logMonitor) GapSkipped(queue string) {
 }
 
 // publishKeyed publishes total messages round the keys, in order, with
-// x-order-id = key and a payload naming the sequence number within the key.
+// x-order-id and the correlation id = key, and a message id naming the
+// sequence number within the key.
 func publishKeyed(t *testing.T, transport messaging.Connector, exchange string, keys []string, total int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -133,7 +145,7 @@ func publishKeyed(t *testing.T, transport messaging.Connector, exchange string, 
 	dispatches := make([]messaging.Dispatch, 0, total)
 	for i := range total {
 		key := keys[i%len(keys)]
-		dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprintf("%s/%d", key, i/len(keys)),
+		dispatches = append(dispatches, messaging.Dispatch{Topic: exchange, MessageID: fmt.Sprintf("%s/%d", key, i/len(keys)), CorrelationID: key,
 			MessageType: "ordered", Mandatory: true, Headers: map[string]any{"x-order-id": key}, Payload: []byte("{}")})
 	}
 	for len(dispatches) > 0 {
@@ -163,12 +175,18 @@ func TestEachKeyIsHandledInPublishedOrderWhileKeysOverlap(t *testing.T) {
 		batch      uint16
 	}{{20, 50, 1}, {10, 200, 1}, {20, 50, 4}} {
 		t.Run(fmt.Sprintf("%d keys x %d, batches of %d", shape.keys, shape.each, shape.batch), func(t *testing.T) {
-			orderedPerKey(t, url, shape.keys, shape.each, shape.batch)
+			orderedPerKey(t, url, shape.keys, shape.each, shape.batch, ByHeader("x-order-id"))
 		})
 	}
 }
 
-func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16) {
+// TestByCorrelationKeepsEachConversationInOrder: the same through
+// ByCorrelation, 20 conversations (correlation ids) of 50 messages.
+func TestByCorrelationKeepsEachConversationInOrder(t *testing.T) {
+	orderedPerKey(t, testenv.Broker(t), 20, 50, 1, ByCorrelation())
+}
+
+func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16, key Key) {
 	total, workers := keyCount*each, 8
 	keys := ids("order-", keyCount)
 	queue, exchange := testenv.Name(t, "ordering"), testenv.Name(t, "ordering-x")
@@ -184,10 +202,10 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16) {
 			j.end(key, d.MessageID, seq)
 		}
 	})
-	transport := orderedConsumer(t, url, exchange, queue, workers, batch, inner)
+	transport := orderedConsumerBy(t, url, exchange, queue, workers, batch, key, inner)
 	started := time.Now()
 	publishKeyed(t, transport, exchange, keys, total)
-	waitFor(t, func() bool { return j.count() >= total })
+	j.waitFor(t, total)
 	t.Logf("%d messages over %d keys through %d workers in %s; at most %d handlers at once, %d within one key",
 		total, len(keys), workers, time.Since(started).Round(time.Millisecond), j.mostAtAll, j.mostInKey)
 
@@ -242,7 +260,7 @@ func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
 	transport := orderedConsumer(t, url, exchange, queue, workers, 1, inner)
 	publishKeyed(t, transport, exchange, keys, total)
 	good := total - total/len(keys)
-	waitFor(t, func() bool { return j.count() >= good })
+	j.waitFor(t, good)
 
 	dead := drain(t, url, queue+".dlq", total/len(keys))
 	for i := range total / len(keys) {
@@ -264,19 +282,21 @@ func TestAKeyThatFailsDoesNotHoldUpTheOthers(t *testing.T) {
 	}
 }
 
-// waitFor polls the real broker's effects (bounded at a minute).
-func waitFor(t *testing.T, done func() bool) {
+// waitFor waits, at most a minute, for n distinct messages to be handled.
+func (j *journal) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatal("not every message was handled within a minute")
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for j.count() < n {
+		select {
+		case <-j.changed:
+		case <-deadline.C:
+			t.Fatalf("%d of %d messages handled within a minute", j.count(), n)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// drain reads want messages from queue and counts them by message id.
+// drain consumes want messages from queue and counts them by message id.
 func drain(t *testing.T, url, queue string, want int) map[string]int {
 	t.Helper()
 	conn, err := amqp.Dial(url)
@@ -289,22 +309,20 @@ func drain(t *testing.T, url, queue string, want int) map[string]int {
 		t.Fatal(err)
 	}
 	defer ch.Close()
+	deliveries, err := ch.Consume(queue, "", true, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	counts := map[string]int{}
-	deadline := time.Now().Add(time.Minute)
-	for got := 0; got < want; {
-		d, ok, err := ch.Get(queue, true)
-		if err != nil {
-			t.Fatal(err)
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for got := 0; got < want; got++ {
+		select {
+		case d := <-deliveries:
+			counts[d.MessageId]++
+		case <-deadline.C:
+			t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
 		}
-		if !ok {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d messages reached %s within a minute", got, want, queue)
-			}
-			time.Sleep(20 * time.Millisecond)
-			continue
-		}
-		counts[d.MessageId]++
-		got++
 	}
 	return counts
 }

@@ -1,17 +1,21 @@
 package ordering
 
-import "time"
+import (
+	"time"
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+	"github.com/warrenmq/messaging/internal/options"
+)
 
-type singleton struct{}
+// Options is the entry point for configuring Middleware and New:
+// ordering.Options.ArrivalWindow(...).
+var Options OptionSet
 
-type option func(*config)
+// OptionSet holds the options of Middleware and New; each method returns an
+// Option. (Exported so go doc lists them.)
+type OptionSet struct{}
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures Middleware and New.
+type Option func(*config)
 
 // DefaultArrivalWindow is how long a delivery waits for the earlier
 // deliveries of its stream that another worker took first but has not yet
@@ -23,13 +27,9 @@ type config struct {
 	monitor Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.window <= 0 {
 		c.window = DefaultArrivalWindow
 	}
@@ -40,16 +40,14 @@ func newConfig(options []option) config {
 }
 
 // ArrivalWindow bounds how long a delivery waits for earlier deliveries of
-// its stream (lower delivery tags) to reach ordering (default
-// DefaultArrivalWindow, 100 ms; zero or negative means the default). Workers
+// its stream (lower delivery tags) to reach ordering. Default:
+// DefaultArrivalWindow, 100 ms; zero or negative means the default. Workers
 // take deliveries in order but reach the handler in any order; the window
 // lets the earlier one claim its key first. A delivery that never arrives (set
 // aside before the handler, filtered) costs the ones after it this wait once.
-func (singleton) ArrivalWindow(window time.Duration) option {
+func (OptionSet) ArrivalWindow(window time.Duration) Option {
 	return func(c *config) { c.window = window }
 }
 
-// Monitor receives the waits (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the waits. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

@@ -1,14 +1,14 @@
 // Package ordering handles the messages about one thing one at a time, in the
 // order the stream delivered them, while the workers of a subscription handle
-// different things at once: the seed's Ordered, as a messaging.Middleware.
+// different things at once, as a messaging.Middleware.
 //
-//	ordered := ordering.New(ordering.ByHeader("x-order-id"))(handle)
+//	ordered := ordering.New(ordering.ByHeader("x-order-id"), handle)
 //	subscription := streaming.NewSubscription("orders",
 //		streaming.SubscriptionOptions.AddWorkers(ordered, ordered, ordered, ordered))
 //
-// A queue delivers in order; several workers stop honouring that. New gives
-// each message a place in the line of its key: it runs when it heads the
-// line, and hands the key on when it returns or panics. Lines are filled in
+// A queue delivers in order; several workers stop honouring that. The guard
+// gives each message a place in the line of its key: it runs when it heads
+// the line, and hands the key on when it returns or panics. Lines are filled in
 // the order the stream delivered (by delivery tag): workers take deliveries in
 // order but can reach the handler in any order, so a message waits, at most
 // Options.ArrivalWindow (100 ms), for the lower tags of its stream to arrive
@@ -19,37 +19,31 @@
 // both keys in order. A key with nothing in its line
 // is forgotten, so memory follows what is in flight, not what was ever seen.
 //
-// Rows of the patterns map (OR1-OR9), as built here:
+// Keys: ByHeader(name) (fmt.Sprint of the header's value; a missing header
+// is an empty key), ByCorrelation() (the correlation id), or any Key
+// function. An empty key is not ordered; a key is forgotten when no batch
+// holds it. It orders what reaches this handler instance, in this process:
+// share one instance among the workers of a subscription. Unlike a per-key
+// mutex, it waits for the lower delivery tags of the stream, so two workers
+// racing to the handler cannot swap two messages of one key. A delivery set
+// aside before the handler (undecodable) or filtered never arrives, and costs
+// the next one the arrival window; after a reconnect the tags start again at
+// 1, and the first ones of the new channel are taken in arrival order. A
+// worker that takes longer than the window to reach the handler (starved of
+// CPU) can be overtaken; Monitor.GapSkipped reports each window that ran out.
+// Across consumers, order is a routing decision: PartitionedRoutingKey(base,
+// key, n) is "{base}.{Partition(key, n)}", Partition being FNV-1a 32 of the
+// key's bytes mod n (n <= 1 is 0), as in the other AceMQ libraries.
 //
-//   - OR1, OR9 New(key, options...) is a messaging.Middleware: one form for
-//     both (the seed's Ordered(key, handle) is New(key)(handle), its
-//     WithOrdering is New(key)). Key is func(message, delivery) string, the
-//     shape of idempotency.Options.IdempotentBy.
-//   - OR2 one key one message at a time, in delivery order; different keys
-//     at once; both halves tested on RabbitMQ (batches of 1 and of 4). The
-//     map's "lock the batch's keys in sorted order" is not enough when
-//     batches interleave: a batch is split into its messages (see above).
-//     Every line is filled in one global order and each worker takes its
-//     messages in that order, so no two workers wait for each other.
-//   - OR3 ByHeader(name): fmt.Sprint of the header's value; a missing header
-//     is an empty key.
-//   - OR4 ByCorrelation(): the correlation id.
-//   - OR5 an empty key is not ordered; keys are forgotten when no batch holds
-//     them (tested over 100,000 keys).
-//   - OR6 it orders what reaches this handler: one instance shared by the
-//     workers of one subscription. Difference: it waits for the lower
-//     delivery tags of the stream, which the seed's per-key mutex does not,
-//     so two workers racing to the handler cannot swap two messages of one
-//     key. A delivery set aside before the handler (undecodable) or filtered
-//     never arrives, and costs the next one the arrival window; after a
-//     reconnect the tags start again at 1, and the first ones of the new
-//     channel are taken in arrival order. A worker that takes longer than
-//     the window to reach the handler (starved of CPU) can be overtaken;
-//     Monitor.GapSkipped reports each window that ran out.
-//   - OR7 PartitionedRoutingKey(base, key, n) is "{base}.{Partition}".
-//   - OR8 Partition(key, n): FNV-1a 32 of the key's bytes mod n; n <= 1 is 0.
+// Redeliveries: order holds for first deliveries. A message handled but not
+// acknowledged when its connection died comes back after later messages of
+// its key were handled, and ordering hands it on again, after them. Put
+// idempotency.Middleware inside it, so such a message is answered as a duplicate
+// and never reaches the handler twice:
 //
-// Retries: put New outside handlers/retry, so a batch retried in the process
+//	ordered := messaging.Chain(ordering.Middleware(key), idempotency.Middleware(store))(handle)
+//
+// Retries: put the guard outside handlers/retry, so a batch retried in the process
 // keeps its keys until it succeeds or is set aside. A message retried through
 // the broker (messaging.Retry) or dead-lettered goes out of its line, and the
 // next message of its key runs. A key whose batches are slow holds the workers

@@ -36,7 +36,7 @@ func Example() {
 			mu.Unlock()
 		}
 	})
-	ordered := ordering.New(ordering.ByHeader("x-order-id"))(handle)
+	ordered := ordering.New(ordering.ByHeader("x-order-id"), handle)
 	consumer := streaming.New(broker, streaming.Options.Logger(slog.New(slog.DiscardHandler)),
 		streaming.Options.Subscriptions(streaming.NewSubscription("orders",
 			streaming.SubscriptionOptions.AddWorkers(ordered, ordered, ordered, ordered))))

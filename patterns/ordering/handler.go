@@ -10,7 +10,7 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// New returns the ordering guard as a messaging.Middleware: messages that
+// Middleware returns the ordering guard as a messaging.Middleware: messages that
 // share a key are handled one at a time, in the order the stream delivered
 // them; messages with different keys run at once. A message whose key is
 // empty is not ordered. A batch of several messages is handed on one message
@@ -22,12 +22,18 @@ import (
 // retried in the process keeps its key until it succeeds or is set aside; a
 // message retried through the broker (messaging.Retry) goes to the back of
 // its queue and loses its place.
-func New(key Key, options ...Option) messaging.Middleware {
+func Middleware(key Key, options ...Option) messaging.Middleware {
 	c := newConfig(options)
 	s := newSequencer()
 	return func(inner messaging.Handler) messaging.Handler {
 		return &handler{inner: inner, key: key, config: c, sequencer: s}
 	}
+}
+
+// New is Middleware(key, options...)(inner): build it once and give the one
+// handler to every worker of a subscription.
+func New(key Key, inner messaging.Handler, options ...Option) messaging.Handler {
+	return Middleware(key, options...)(inner)
 }
 
 type handler struct {

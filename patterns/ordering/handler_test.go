@@ -18,7 +18,7 @@ func TestHandlerFixture(t *testing.T) {
 	gunit.Run(new(HandlerFixture), t)
 }
 
-// HandlerFixture runs batches through one New(ByHeader("entity")) instance
+// HandlerFixture runs batches through one Middleware(ByHeader("entity")) instance
 // from several goroutines (the workers) inside a synctest bubble, so "has not
 // started" is observed when every goroutine is blocked, not after a sleep.
 type HandlerFixture struct {
@@ -31,7 +31,7 @@ type HandlerFixture struct {
 func (f *HandlerFixture) Setup() {
 	f.inner = newRecorder()
 	f.monitor = &fakeMonitor{}
-	f.handler = New(ByHeader("entity"), Options.Monitor(f.monitor))(f.inner)
+	f.handler = Middleware(ByHeader("entity"), Options.Monitor(f.monitor))(f.inner)
 }
 
 // run hands the batch to the handler on a goroutine of its own (a worker).
@@ -197,7 +197,7 @@ func (f *HandlerFixture) TestTheNextBatchRunsAfterAPanic() {
 		}
 		f.inner.Handle(ctx, messages...)
 	})
-	f.handler = New(ByHeader("entity"))(inner)
+	f.handler = Middleware(ByHeader("entity"))(inner)
 	f.bubble(func(ctx context.Context) {
 		f.So(<-f.run(ctx, delivery("m1", 1, "A")), should.Equal, "failed")
 		f.So(<-f.run(ctx, delivery("m2", 2, "A")), should.BeNil)

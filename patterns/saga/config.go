@@ -1,34 +1,29 @@
 package saga
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+import "github.com/warrenmq/messaging/internal/options"
 
-type singleton struct{}
+// Options is the entry point for configuring New: saga.Options.Monitor(...).
+var Options OptionSet
 
-type option func(*config)
+// OptionSet holds the options of New; each method returns an Option.
+// (Exported so go doc lists them.)
+type OptionSet struct{}
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures New.
+type Option func(*config)
 
 type config struct {
 	monitor Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
 	return c
 }
 
-// Monitor receives the counts (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

@@ -1,54 +1,43 @@
 package schema
 
-import "time"
+import "github.com/warrenmq/messaging/internal/options"
 
 // DefaultTable is the SQL registry's table, the name the other AceMQ
 // libraries use, so services in any of them can share it.
 const DefaultTable = "acemq_schemas"
 
-// Options configures NewMemoryRegistry and NewSQLRegistry. It is a singleton
-// whose methods return options.
-var Options singleton
+// Options is the entry point for configuring NewMemoryRegistry and
+// NewSQLRegistry: schema.Options.Table(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of NewMemoryRegistry and NewSQLRegistry; each
+// method returns an Option. (Exported so go doc lists them.)
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling a constructor.
-type Option = option
+// Option configures NewMemoryRegistry and NewSQLRegistry.
+type Option func(*config)
 
 type config struct {
 	table   string
-	now     func() time.Time
 	monitor Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.table == "" {
 		c.table = DefaultTable
 	}
-	c.now = time.Now
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
 	return c
 }
 
-// Table names the SQL registry's table (default DefaultTable,
-// "acemq_schemas"): a plain identifier, optionally schema.table. The memory
-// registry ignores it.
-func (singleton) Table(name string) option {
-	return func(c *config) { c.table = name }
-}
+// Table names the SQL registry's table: a plain identifier, optionally
+// schema.table. Default: DefaultTable, "acemq_schemas". The memory registry
+// ignores it.
+func (OptionSet) Table(name string) Option { return func(c *config) { c.table = name } }
 
-// Monitor receives the counts (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

@@ -1,7 +1,7 @@
-// Package schema is a registry of message schemas per subject, the seed's
-// Schema registry pattern: a message carries a small identifier and consumers
-// look its schema up, so a producer can add a field without every consumer
-// being redeployed the same afternoon.
+// Package schema is a registry of message schemas per subject: a message
+// carries a small identifier and consumers look its schema up, so a producer
+// can add a field without every consumer being redeployed the same
+// afternoon.
 //
 //	registry, err := schema.NewSQLRegistry(db, sqldialect.PostgreSQL)
 //	s, err := registry.Register(ctx, "order.placed", "avro", definition)
@@ -12,44 +12,18 @@
 // nothing returns ErrSchemaNotFound, never a zero Schema. NewMemoryRegistry
 // shares nothing between processes: use the SQL one for anything real.
 //
-// Rows of the patterns map, as built here:
-//
-//   - SR1 NewMemoryRegistry(options...) *MemoryRegistry.
-//   - SR2 Register(ctx, subject, format, definition) (Schema, error).
-//   - SR3 Fingerprint: SHA-256 hex of the exact bytes (whitespace counts);
-//     re-registering a subject's fingerprint returns the existing version.
-//   - SR4 Version per subject from 1, ID global; the Registry interface has
-//     ByID, Latest and Versions (oldest first), and, beyond the seed,
-//     ByVersion(subject, version) and ByFingerprint(subject, fingerprint).
-//   - SR5 ErrSchemaNotFound, "acemq: no such schema", wrapped "... with id
-//     %d", "... for subject %q" (and "... at version %d", "... with
-//     fingerprint %s"). Versions of an unknown subject is not found too.
-//   - SR6 ErrInvalidSchema, "acemq: a schema needs a subject and a
-//     definition". Beyond the seed, a subject over 255 bytes or a format over
-//     64 (the table's columns) is refused by both registries alike.
-//   - SR7 NewSQLRegistry(db, dialect, options...) over MySQL/MariaDB,
-//     PostgreSQL or SQLite, table acemq_schemas (Options.Table), DDL from
-//     (*SQLRegistry).Schema, never run by the library. Difference on purpose:
-//     beside UNIQUE (subject, fingerprint) the table has UNIQUE (subject,
-//     version), which is what makes registration from several processes at
-//     once give one version per distinct definition (without it, two new
-//     definitions registered together can both become the same version);
-//     add it to a table another AceMQ library created. MySQL's definition is
-//     LONGTEXT (TEXT stops at 64 KiB) and its subject is compared byte for
-//     byte (utf8mb4_bin), as on the other databases.
-//   - SR8 the Avro framing (0x00 and a 4-byte big-endian id) belongs to an
-//     Avro codec, which this module does not have yet; Schema.ID is what it
-//     would carry.
-//   - SQ1 DB is ExecContext, QueryContext and QueryRowContext, so a *sql.Tx
-//     works (on PostgreSQL a registration that loses a race inside your
-//     transaction aborts it; register outside one at start-up).
-//   - SQ2 Schema() returns the DDL; SQ3/SQ4 the dialect's placeholders
-//     (sqldialect.Dialect.Rebind) and its insert-unless-there (ON CONFLICT DO
-//     NOTHING; ON DUPLICATE KEY UPDATE id = id on MySQL; this table has no
-//     reserved word to quote, and its time is DATETIME(6) on MySQL); SQ5 the
-//     AceMQ table name; SQ6 is the idempotency table's, not this one's; SQ7 the tests run on MariaDB, PostgreSQL and SQLite, with
-//     8 goroutines in each of 2 processes registering the same 10
-//     definitions.
+// The SQL registry (NewSQLRegistry(db, dialect, options...)) keeps the table
+// acemq_schemas (Options.Table) on MySQL/MariaDB, PostgreSQL or SQLite, in the
+// other AceMQ libraries' layout plus a unique index on (subject, version),
+// which is what makes registration from several processes at once give one
+// version per distinct definition. CreateTable creates what is missing (that
+// index too, on a table another library made); Schema returns the same DDL
+// for a migration tool. db is anything with ExecContext, QueryContext and
+// QueryRowContext, so a *sql.Tx works (on PostgreSQL a registration that
+// loses a race inside your transaction aborts it; register outside one at
+// start-up). Lookups beyond ByID, Latest and Versions: ByVersion and
+// ByFingerprint. A subject over 255 bytes or a format over 64 (the table's
+// columns) is refused by both registries alike.
 //
 // Register on the SQL registry reads the subject's highest version and
 // inserts the next one unless either unique key is taken, then reads the row

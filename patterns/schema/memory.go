@@ -11,7 +11,6 @@ import (
 // tests, and the SQL registry (or Confluent's) for anything real. It is safe
 // for concurrent use.
 type MemoryRegistry struct {
-	now     func() time.Time
 	monitor Monitor
 
 	mu       sync.Mutex
@@ -23,7 +22,7 @@ type MemoryRegistry struct {
 // NewMemoryRegistry returns an empty registry; Options.Monitor applies.
 func NewMemoryRegistry(options ...Option) *MemoryRegistry {
 	c := newConfig(options)
-	return &MemoryRegistry{now: c.now, monitor: c.monitor, byID: map[int64]Schema{}, subjects: map[string][]Schema{}}
+	return &MemoryRegistry{monitor: c.monitor, byID: map[int64]Schema{}, subjects: map[string][]Schema{}}
 }
 
 var _ Registry = (*MemoryRegistry)(nil)
@@ -46,7 +45,7 @@ func (r *MemoryRegistry) Register(ctx context.Context, subject, format, definiti
 	r.lastID++
 	s := Schema{
 		ID: r.lastID, Subject: subject, Version: len(r.subjects[subject]) + 1, Format: format,
-		Definition: definition, Fingerprint: fingerprint, RegisteredAt: r.now().UTC(),
+		Definition: definition, Fingerprint: fingerprint, RegisteredAt: time.Now().UTC(),
 	}
 	r.byID[s.ID] = s
 	r.subjects[subject] = append(r.subjects[subject], s)

@@ -33,7 +33,6 @@ type SQLRegistry struct {
 	db      DB
 	dialect sqldialect.Dialect
 	table   string
-	now     func() time.Time
 	monitor Monitor
 
 	insert, latestVersion, byID, byVersion, byFingerprint, latest, versions string
@@ -41,14 +40,14 @@ type SQLRegistry struct {
 
 // NewSQLRegistry returns a registry over db in dialect (sqldialect.MySQL,
 // sqldialect.PostgreSQL or sqldialect.SQLite); Options.Table and Monitor apply.
-// It creates nothing: apply Schema with your migrations. The error is a table
-// name that is not a plain identifier.
+// It creates nothing: apply Schema with your migrations, or call CreateTable.
+// The error is a table name that is not a plain identifier.
 func NewSQLRegistry(db DB, dialect sqldialect.Dialect, options ...Option) (*SQLRegistry, error) {
 	c := newConfig(options)
 	if err := sqldialect.CheckTable("schema", c.table); err != nil {
 		return nil, err
 	}
-	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, now: c.now, monitor: c.monitor}
+	r := &SQLRegistry{db: db, dialect: dialect, table: c.table, monitor: c.monitor}
 	t := r.table
 	ignore := dialect.IgnoreDuplicate("id")
 	columns := "id, subject, version, format, definition, fingerprint, registered_at"
@@ -63,48 +62,6 @@ func NewSQLRegistry(db DB, dialect sqldialect.Dialect, options ...Option) (*SQLR
 }
 
 var _ Registry = (*SQLRegistry)(nil)
-
-// Schema returns the DDL that creates the registry's table in its dialect.
-// The library never runs it: put it in a migration. Beside the other AceMQ
-// libraries' UNIQUE (subject, fingerprint), it declares UNIQUE (subject,
-// version), which is what keeps two different definitions registered at the
-// same moment from both becoming the same version; add it to a table another
-// library created. On MySQL the subject is compared byte for byte
-// (utf8mb4_bin), as the other dialects compare it.
-func (r *SQLRegistry) Schema() string {
-	bare := sqldialect.BareName(r.table)
-	uniques := ",\n    CONSTRAINT " + bare + "_subject_fingerprint UNIQUE (subject, fingerprint),\n" +
-		"    CONSTRAINT " + bare + "_subject_version UNIQUE (subject, version)\n);\n"
-	switch {
-	case r.dialect.IsMySQL():
-		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
-			"    id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,\n" +
-			"    subject VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n" +
-			"    version INTEGER NOT NULL,\n" +
-			"    format VARCHAR(64) NOT NULL,\n" +
-			"    definition LONGTEXT NOT NULL,\n" +
-			"    fingerprint VARCHAR(64) NOT NULL,\n" +
-			"    registered_at DATETIME(6) NOT NULL" + uniques
-	case r.dialect.IsPostgreSQL():
-		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
-			"    id BIGSERIAL PRIMARY KEY,\n" +
-			"    subject VARCHAR(255) NOT NULL,\n" +
-			"    version INTEGER NOT NULL,\n" +
-			"    format VARCHAR(64) NOT NULL,\n" +
-			"    definition TEXT NOT NULL,\n" +
-			"    fingerprint VARCHAR(64) NOT NULL,\n" +
-			"    registered_at TIMESTAMP NOT NULL" + uniques
-	default:
-		return "CREATE TABLE IF NOT EXISTS " + r.table + " (\n" +
-			"    id INTEGER PRIMARY KEY AUTOINCREMENT,\n" +
-			"    subject VARCHAR(255) NOT NULL,\n" +
-			"    version INTEGER NOT NULL,\n" +
-			"    format VARCHAR(64) NOT NULL,\n" +
-			"    definition TEXT NOT NULL,\n" +
-			"    fingerprint VARCHAR(64) NOT NULL,\n" +
-			"    registered_at TIMESTAMP NOT NULL" + uniques
-	}
-}
 
 // Register adds definition to subject as its next version, or returns the
 // version with its fingerprint. It reads the subject's highest version and
@@ -130,7 +87,7 @@ func (r *SQLRegistry) Register(ctx context.Context, subject, format, definition 
 		if err := r.db.QueryRowContext(ctx, r.latestVersion, subject).Scan(&latest); err != nil {
 			return Schema{}, r.failed("read the latest version of subject", subject, err)
 		}
-		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.dialect.Time(r.now()))
+		result, err := r.db.ExecContext(ctx, r.insert, subject, latest+1, format, definition, fingerprint, r.dialect.Time(time.Now()))
 		if err != nil {
 			// A deadlock between two inserts, or a conflict a driver reports
 			// as an error: the next pass reads what won.

@@ -19,7 +19,6 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/sqldialect"
-	"github.com/warrenmq/messaging/sqlmq"
 )
 
 // backend is one database the SQL registry supports; open opens it without
@@ -70,10 +69,8 @@ func forEachBackend(t *testing.T, test func(t *testing.T, b backend, dsn string,
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, statement := range sqlmq.Statements(r.Schema()) {
-				if _, err := db.Exec(statement); err != nil {
-					t.Fatalf("create the table on %s: %v\n%s", b.name, err, statement)
-				}
+			if err := r.CreateTable(context.Background()); err != nil {
+				t.Fatalf("create the table on %s: %v", b.name, err)
 			}
 			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
 			test(t, b, dsn, db, table)
@@ -105,6 +102,54 @@ func TestSQLRegistryInARolledBackTransactionKeepsNothing(t *testing.T) {
 		r, _ := NewSQLRegistry(db, b.dialect, Options.Table(table))
 		if _, err := r.Latest(ctx, "s"); !errors.Is(err, ErrSchemaNotFound) {
 			t.Fatalf("after the rollback: %v; want ErrSchemaNotFound", err)
+		}
+	})
+}
+
+// CreateTable on a table another AceMQ library created (UNIQUE (subject,
+// fingerprint) only) adds the unique index on (subject, version), twice over
+// without harm, and the registry then works on it.
+func TestSQLRegistryCreateTableAddsWhatIsMissing(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, _ string, db *sql.DB, _ string) {
+		ctx := context.Background()
+		table := "schemas_family_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
+		id, at := "id INTEGER PRIMARY KEY AUTOINCREMENT", "TIMESTAMP"
+		switch {
+		case b.dialect.IsMySQL():
+			id, at = "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY", "DATETIME(6)"
+		case b.dialect.IsPostgreSQL():
+			id = "id BIGSERIAL PRIMARY KEY"
+		}
+		if _, err := db.Exec("CREATE TABLE " + table + " (" + id + ", subject VARCHAR(255) NOT NULL, version INTEGER NOT NULL, format VARCHAR(64) NOT NULL," +
+			" definition TEXT NOT NULL, fingerprint VARCHAR(64) NOT NULL, registered_at " + at + " NOT NULL, UNIQUE (subject, fingerprint))"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
+		r, err := NewSQLRegistry(db, b.dialect, Options.Table(table))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := r.CreateTable(ctx); err != nil {
+				t.Fatalf("CreateTable: %v", err)
+			}
+		}
+		query := "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? AND index_name = ?"
+		switch {
+		case b.dialect.IsPostgreSQL():
+			query = "SELECT COUNT(*) FROM pg_indexes WHERE tablename = $1 AND indexname = $2"
+		case b.dialect.IsSQLite():
+			query = "SELECT COUNT(*) FROM pragma_index_list(?) WHERE name = ?"
+		}
+		var n int
+		if err := db.QueryRow(query, table, table+"_subject_version").Scan(&n); err != nil || n == 0 {
+			t.Fatalf("the (subject, version) index after CreateTable: %d, %v", n, err)
+		}
+		for i, definition := range []string{"one", "two"} {
+			s, err := r.Register(ctx, "s", "avro", definition)
+			if err != nil || s.Version != i+1 {
+				t.Fatalf("Register %s = version %d, %v; want %d", definition, s.Version, err, i+1)
+			}
 		}
 	})
 }

@@ -3,24 +3,28 @@ package streams
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // projection is the doc's example: each order is applied and the stream's
 // offset saved in one SQL transaction, so the pair is effectively once.
 type projection struct {
-	db                 *sql.DB
-	orders, checkpoint string
+	db          *sql.DB
+	orders      string
+	checkpoints *Checkpoints
 
 	mu      sync.Mutex
 	applied map[string]int // committed, by id
@@ -42,8 +46,7 @@ func (p *projection) Handle(ctx context.Context, _ ...any) {
 			panic(err)
 		}
 		if _, err = tx.ExecContext(ctx, "INSERT INTO "+p.orders+" (id) VALUES (?)", d.MessageID); err == nil {
-			_, err = tx.ExecContext(ctx, "INSERT INTO "+p.checkpoint+" (name, next_offset) VALUES ('projection-a', ?) "+
-				"ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)", offset+1)
+			err = p.checkpoints.Save(ctx, tx, "projection-a", offset+1)
 		}
 		if err == nil {
 			err = tx.Commit()
@@ -62,20 +65,6 @@ func (p *projection) Handle(ctx context.Context, _ ...any) {
 	}
 }
 
-// from is where the next run starts: one past the saved checkpoint, or the
-// whole stream the first time.
-func (p *projection) from(ctx context.Context) (Offset, error) {
-	var next uint64
-	err := p.db.QueryRowContext(ctx, "SELECT next_offset FROM "+p.checkpoint+" WHERE name = 'projection-a'").Scan(&next)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return FromFirst(), nil
-	case err != nil:
-		return Offset{}, err
-	}
-	return FromOffset(next), nil
-}
-
 func (p *projection) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -92,20 +81,22 @@ func TestAProjectionRestartedFromItsCheckpointHasNoGapAndNoRepeat(t *testing.T) 
 	db := testenv.MySQL(t)
 	transport, stream := brokerStream(t, url, "checkpoint", Retention{MaxAge: 24 * time.Hour})
 	suffix := strings.ReplaceAll(stream[len(stream)-8:], "-", "")
-	p := &projection{db: db, orders: "stream_orders_" + suffix, checkpoint: "stream_checkpoints_" + suffix, applied: map[string]int{}, handed: map[string]int{}, changed: make(chan struct{}, 1)}
-	for _, ddl := range []string{
-		"CREATE TABLE " + p.orders + " (id VARCHAR(64) PRIMARY KEY)",
-		"CREATE TABLE " + p.checkpoint + " (name VARCHAR(64) PRIMARY KEY, next_offset BIGINT UNSIGNED NOT NULL)",
-	} {
-		if _, err := db.Exec(ddl); err != nil {
-			t.Fatal(err)
-		}
+	checkpoints, err := NewCheckpoints(db, sqldialect.MySQL, CheckpointOptions.Table("stream_checkpoints_"+suffix))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + p.orders + ", " + p.checkpoint) })
+	p := &projection{db: db, orders: "stream_orders_" + suffix, checkpoints: checkpoints, applied: map[string]int{}, handed: map[string]int{}, changed: make(chan struct{}, 1)}
+	if err := checkpoints.CreateTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE " + p.orders + " (id VARCHAR(64) PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + p.orders + ", stream_checkpoints_" + suffix) })
 
 	run := func(until int) {
 		ctx := context.Background()
-		from, err := p.from(ctx)
+		from, err := checkpoints.From(ctx, "projection-a", FromFirst())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,5 +133,62 @@ func TestAProjectionRestartedFromItsCheckpointHasNoGapAndNoRepeat(t *testing.T) 
 	}
 	if rows != 100 || len(p.applied) != 100 {
 		t.Fatalf("%d rows, %d orders applied; want 100 each", rows, len(p.applied))
+	}
+}
+
+// The checkpoint table on MariaDB, PostgreSQL and SQLite: CreateTable twice
+// over, From before anything was saved, Save and Save again (an upsert), and
+// a Save in a transaction rolled back leaves the last committed offset.
+func TestCheckpointsOnEachDatabase(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (*sql.DB, sqldialect.Dialect){
+		"MariaDB":    func(t *testing.T) (*sql.DB, sqldialect.Dialect) { return testenv.MySQL(t), sqldialect.MySQL },
+		"PostgreSQL": func(t *testing.T) (*sql.DB, sqldialect.Dialect) { return testenv.Postgres(t), sqldialect.PostgreSQL },
+		"SQLite": func(t *testing.T) (*sql.DB, sqldialect.Dialect) {
+			db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "checkpoints.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			return db, sqldialect.SQLite
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, dialect := open(t)
+			table := "checkpoints_" + strings.ReplaceAll(messaging.NewID()[:8], "-", "")
+			c, err := NewCheckpoints(db, dialect, CheckpointOptions.Table(table))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for range 2 {
+				if err := c.CreateTable(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
+			mustStartAt := func(want Offset) {
+				t.Helper()
+				got, err := c.From(ctx, "projection-a", FromFirst())
+				if err != nil || got != want {
+					t.Fatalf("From = %v, %v; want %v", got, err, want)
+				}
+			}
+			mustStartAt(FromFirst())
+			for _, next := range []uint64{41, 1 << 40} {
+				if err := c.Save(ctx, nil, "projection-a", next); err != nil {
+					t.Fatal(err)
+				}
+				mustStartAt(FromOffset(next))
+			}
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Save(ctx, tx, "projection-a", 7); err != nil {
+				t.Fatal(err)
+			}
+			_ = tx.Rollback()
+			mustStartAt(FromOffset(1 << 40))
+		})
 	}
 }

@@ -4,18 +4,19 @@ import (
 	"log/slog"
 	"math"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/options"
 )
 
-// Options configures Read. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring Read: streams.Options.From(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of Read; each method returns an Option.
+// (Exported so go doc lists them.)
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling Read.
-type Option = option
+// Option configures Read.
+type Option func(*config)
 
 // DefaultPrefetch is the prefetch of a reader that states none. RabbitMQ
 // refuses a stream consumer without one, so there is always one. It is a
@@ -23,6 +24,13 @@ type Option = option
 // of the cross-language contract; a projection reading a long history wants
 // more (Options.Prefetch(500)).
 const DefaultPrefetch = 10
+
+// DefaultTagPrefix is what the consumer tag of a reader without Options.Name
+// starts with: acemq-{stream}, the tag every AceMQ library gives its
+// consumers, so an operator finds the reader in the management interface by
+// its stream. Each reader has a channel of its own, so two readers of one
+// stream can both carry it.
+const DefaultTagPrefix = "acemq-"
 
 // DefaultReconnectDelay is the pause before a dropped reader is reattached.
 const DefaultReconnectDelay = time.Second
@@ -42,13 +50,9 @@ type config struct {
 	monitor        Monitor
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, apply := range options {
-		if apply != nil {
-			apply(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.prefetch <= 0 {
 		c.prefetch = DefaultPrefetch
 	}
@@ -66,54 +70,40 @@ func newConfig(options []option) config {
 	return c
 }
 
-// From states where the reader starts each time Read starts it (default
-// FromNext). State it: a projection that inherits FromNext silently skips its
+// From states where the reader starts each time Read starts it. Default:
+// FromNext(). State it: a projection that inherits FromNext silently skips its
 // own history. A reconnect does not go back to it (see Read).
-func (singleton) From(offset Offset) option {
-	return func(c *config) { c.offset = offset }
-}
+func (OptionSet) From(offset Offset) Option { return func(c *config) { c.offset = offset } }
 
-// Prefetch is how many deliveries the broker sends ahead of the handler
-// (default DefaultPrefetch, 10; zero or negative means the default; at most
-// 65535). It also bounds what a reconnect hands over a second time.
-func (singleton) Prefetch(prefetch int) option {
-	return func(c *config) { c.prefetch = prefetch }
-}
+// Prefetch is how many deliveries the broker sends ahead of the handler, at
+// most 65535. Default: DefaultPrefetch, 10; zero or negative means the
+// default. It also bounds what a reconnect hands over a second time.
+func (OptionSet) Prefetch(prefetch int) Option { return func(c *config) { c.prefetch = prefetch } }
 
 // Name becomes the consumer tag exactly, as the management interface shows
-// it. It is neither a group identifier nor a checkpoint: the broker remembers
-// nothing about a named consumer. Empty means the stream's name with a unique
-// suffix.
-func (singleton) Name(name string) option {
-	return func(c *config) { c.name = name }
-}
+// it. Default: DefaultTagPrefix and the stream's name (acemq-orders.log). It
+// is neither a group identifier nor a checkpoint: the broker remembers nothing
+// about a named consumer.
+func (OptionSet) Name(name string) Option { return func(c *config) { c.name = name } }
 
-// Batch is the largest batch handed to the handler (default 1). Batches never
+// Batch is the largest batch handed to the handler. Default: 1. Batches never
 // wait to fill.
-func (singleton) Batch(size int) option {
-	return func(c *config) { c.batch = size }
-}
+func (OptionSet) Batch(size int) Option { return func(c *config) { c.batch = size } }
 
 // FullDelivery hands the handler messaging.Delivery values instead of their
-// decoded Message (default false); the envelopes are in the context either
+// decoded Message. Default: false; the envelopes are in the context either
 // way (messaging.DeliveriesFrom).
-func (singleton) FullDelivery(full bool) option {
-	return func(c *config) { c.fullDelivery = full }
-}
+func (OptionSet) FullDelivery(full bool) Option { return func(c *config) { c.fullDelivery = full } }
 
-// ReconnectDelay is the pause before a dropped reader is reattached (default
-// DefaultReconnectDelay, 1 s; zero or negative means the default); the
-// runtime doubles it on consecutive failures, up to 30 s.
-func (singleton) ReconnectDelay(delay time.Duration) option {
+// ReconnectDelay is the pause before a dropped reader is reattached; the
+// runtime doubles it on consecutive failures, up to 30 s. Default:
+// DefaultReconnectDelay, 1 s; zero or negative means the default.
+func (OptionSet) ReconnectDelay(delay time.Duration) Option {
 	return func(c *config) { c.reconnectDelay = delay }
 }
 
-// Logger sets the logger of the runtime underneath (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *config) { c.logger = logger }
-}
+// Logger sets the logger of the runtime underneath. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// Monitor receives the reader's events (default: none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

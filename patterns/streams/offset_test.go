@@ -32,7 +32,7 @@ func (f *OffsetFixture) TestEachOffsetTravelsInTheAMQPTypeRabbitMQWants() {
 	for _, offset := range []Offset{FromFirst(), FromLast(), FromNext(), FromOffset(7), FromTimestamp(at)} {
 		f.So(amqp.Table{OffsetArgument: offset.Argument()}.Validate(), should.BeNil)
 	}
-	// The bug the seed tells of: an unsigned offset is no AMQP field value.
+	// The bug the AceMQ changelog tells of: an unsigned offset is no AMQP field value.
 	f.So(amqp.Table{OffsetArgument: uint64(41337)}.Validate(), should.NotBeNil)
 }
 

@@ -71,7 +71,8 @@ func (r *Reader) Consumer() *streaming.Consumer { return r.consumer }
 // the stream itself (Declare it), and starts a consumer at the stated offset
 // (Options.From, FromNext when none is stated: the x-stream-offset argument is
 // always sent) with the prefetch (DefaultPrefetch when none) and Options.Name
-// as the exact consumer tag. It returns once the consumer started, or the
+// as the exact consumer tag (acemq-{stream} when none, as the other AceMQ
+// libraries tag their consumers). It returns once the consumer started, or the
 // first error starting it (the stream missing matches messaging.ErrNotFound;
 // the settlement queues are declared by then). ctx bounds the start only; the
 // reader runs until Close.
@@ -107,9 +108,13 @@ func Read(ctx context.Context, connector messaging.Connector, stream string, han
 			return nil, err
 		}
 	}
-	resuming := &resumingConnector{Connector: connector, stream: stream, tag: cfg.name, position: newPosition(cfg.offset), monitor: cfg.monitor, logger: cfg.logger}
+	tag := cfg.name
+	if tag == "" {
+		tag = DefaultTagPrefix + stream
+	}
+	resuming := &resumingConnector{Connector: connector, stream: stream, tag: tag, position: newPosition(cfg.offset), monitor: cfg.monitor, logger: cfg.logger}
 	subscription := streaming.NewSubscription(stream,
-		streaming.SubscriptionOptions.Name(cfg.name),
+		streaming.SubscriptionOptions.Name(tag),
 		streaming.SubscriptionOptions.EstablishTopology(false),
 		streaming.SubscriptionOptions.DeadLetters(true),
 		streaming.SubscriptionOptions.BufferCapacity(uint16(cfg.prefetch)),

@@ -198,7 +198,7 @@ func TestReadingAStreamThatDoesNotExistFailsWithNotFound(t *testing.T) {
 	}
 }
 
-// TestAnInProgressOnAStreamIsParkedToo (ID9): InProgress is refused as Retry
+// TestAnInProgressOnAStreamIsParkedToo: InProgress is refused as Retry
 // is, end to end through the runtime's settlement.
 func TestAnInProgressOnAStreamIsParkedToo(t *testing.T) {
 	t.Parallel()
@@ -338,5 +338,49 @@ func TestReadDeclaresOnlyTheSetAsideQueuesAndStatesEverythingItSends(t *testing.
 		if _, err := declarer.InspectQueue(context.Background(), q); err != nil {
 			t.Fatalf("%s was not declared: %v", q, err)
 		}
+	}
+}
+
+// A reader without a Name is tagged acemq-{stream} exactly, the tag every
+// AceMQ library gives its consumers (before: the stream's name and random
+// hex); two such readers of one stream both start, each on its own channel.
+func TestAReaderWithoutANameCarriesTheFamilysTag(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "tag", Retention{MaxAge: time.Hour})
+	publish(t, transport, stream, "m")
+	recorder := &recordingConnector{Connector: transport}
+	a, b := newSeen(), newSeen()
+	read(t, recorder, stream, a.handler(), Options.From(FromFirst()))
+	read(t, recorder, stream, b.handler(), Options.From(FromFirst()))
+	for _, s := range []*seen{a, b} {
+		s.waitFor(t, "the message", func(s *seen) bool { return len(s.ids) == 1 })
+	}
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	for _, config := range recorder.configs {
+		if config.ConsumerName != "acemq-"+stream || !config.ExactConsumerTag {
+			t.Errorf("a reader without a name consumed as %q (exact %v); want acemq-%s exactly", config.ConsumerName, config.ExactConsumerTag, stream)
+		}
+	}
+}
+
+// FromLast starts at the last chunk the broker wrote: here the one message
+// published after the first fifty were confirmed, then what follows; none of
+// the fifty is read.
+func TestAReaderFromLastStartsAtTheLastChunk(t *testing.T) {
+	t.Parallel()
+	url := testenv.Broker(t)
+	transport, stream := brokerStream(t, url, "last", Retention{MaxAge: time.Hour})
+	publish(t, transport, stream, ids("early", 0, 50)...)
+	publish(t, transport, stream, "the-last")
+	s := newSeen()
+	read(t, transport, stream, s.handler(), Options.From(FromLast()))
+	publish(t, transport, stream, "after")
+	s.waitFor(t, "the last and the next", func(s *seen) bool { return s.count["after"] > 0 })
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Equal(s.ids, []string{"the-last", "after"}) || s.offsets[0] != 50 {
+		t.Fatalf("a reader from last saw %v (first at offset %v); want [the-last after] from offset 50", s.ids, s.offsets)
 	}
 }

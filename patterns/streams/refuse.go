@@ -30,7 +30,7 @@ type RetryOnStreamError struct {
 	Err error
 }
 
-// Error is the seed's refusal, with this library's verbs.
+// Error is the AceMQ libraries' refusal, with this library's verbs.
 func (e *RetryOnStreamError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "acemq: a handler on stream %q returned %s for message %s", e.Stream, e.Verb, e.MessageID)
