@@ -73,7 +73,7 @@ type fakeConnector struct {
 	streamFor   func(queue string) (*fakeStream, error)
 	connections []*fakeConnection
 	configs     []messaging.StreamConfig
-	// writable lets connections open commit writers, which record what the
+	// writable lets connections open writers, which record what the
 	// runtime's settlement publishes in published.
 	writable  bool
 	published []messaging.Dispatch
@@ -90,26 +90,19 @@ func (c *fakeConnector) publishedTo() []string {
 	return out
 }
 
-type fakeCommitWriter struct {
+// fakeWriter is a transport Writer: each Write lands at once.
+type fakeWriter struct {
 	connector *fakeConnector
-	pending   []messaging.Dispatch
 }
 
-func (w *fakeCommitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	w.pending = append(w.pending, dispatches...)
+func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	w.connector.published = append(w.connector.published, dispatches...)
 	return len(dispatches), nil
 }
 
-func (w *fakeCommitWriter) Commit() error {
-	w.connector.mu.Lock()
-	defer w.connector.mu.Unlock()
-	w.connector.published = append(w.connector.published, w.pending...)
-	w.pending = nil
-	return nil
-}
-
-func (w *fakeCommitWriter) Rollback() error { w.pending = nil; return nil }
-func (w *fakeCommitWriter) Close() error    { return nil }
+func (w *fakeWriter) Close() error { return nil }
 
 func (c *fakeConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	c.mu.Lock()
@@ -151,15 +144,15 @@ func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
 	return &fakeReader{connector: c.connector}, nil
 }
 func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
-	return nil, errors.New("not supported")
-}
-func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
 	c.connector.mu.Lock()
 	defer c.connector.mu.Unlock()
 	if !c.connector.writable {
 		return nil, errors.New("not supported")
 	}
-	return &fakeCommitWriter{connector: c.connector}, nil
+	return &fakeWriter{connector: c.connector}, nil
+}
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return nil, errors.New("the runtime's settlement publishes through a batch.Writer, on a plain Writer")
 }
 func (c *fakeConnection) Close() error {
 	c.mu.Lock()

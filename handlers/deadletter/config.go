@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -38,6 +39,7 @@ type config struct {
 	retryDelay func(attempt int) time.Duration
 	logger     *slog.Logger
 	monitor    Monitor
+	writer     *batch.Writer
 	sleep      func(ctx context.Context, d time.Duration) bool
 }
 
@@ -113,6 +115,15 @@ func (singleton) Logger(logger *slog.Logger) option {
 // Monitor sets the monitor; the default ignores every event.
 func (singleton) Monitor(monitor Monitor) option {
 	return func(c *config) { c.monitor = monitor }
+}
+
+// Writer publishes the copies and declares the retry rungs through writer,
+// which several decorators may share (the streaming runtime shares one among
+// the workers of a consumer), so they cost one connection between them. Its
+// owner closes it; the decorator's Close leaves it open. The default is a
+// batch.Writer of the decorator's own over New's connector, closed by Close.
+func (singleton) Writer(writer *batch.Writer) option {
+	return func(c *config) { c.writer = writer }
 }
 
 // withSleeper replaces the in-process wait (tests).

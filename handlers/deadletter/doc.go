@@ -64,7 +64,11 @@
 // worker in a decorator of this package; one of the user's own inside it
 // takes over for each batch it handles, so nothing is set aside twice.
 //
-// The connector must be the raw transport (not the outbox); the decorator
-// opens one connection from it lazily, redials after errors, and leaves
-// closing it to the connector's owner.
+// The connector must be a transport (raw or serialization's; not the outbox):
+// the decorator publishes through a batch.Writer over it, which connects
+// lazily and redials after a lost connection by the one rule of package
+// batch; it also declares each retry rung on that writer's connection, so a
+// rung exists on the node its copy is published to. Several decorators share
+// one connection with Options.Writer. Close releases the decorator's own
+// writer; the connector stays its owner's.
 package deadletter

@@ -28,7 +28,8 @@ type handler struct {
 // sets nothing else aside for a batch the inner one handled, so no message
 // is set aside twice.
 func New(connector messaging.Connector, inner messaging.Handler, options ...option) messaging.Handler {
-	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector), held: newHeldMemory()}
+	c := newConfig(options)
+	return &handler{inner: inner, config: c, publisher: newPublisher(connector, c), held: newHeldMemory()}
 }
 
 // Middleware is New as a messaging.Middleware, for messaging.Chain.
@@ -36,13 +37,13 @@ func Middleware(connector messaging.Connector, options ...Option) messaging.Midd
 	return func(inner messaging.Handler) messaging.Handler { return New(connector, inner, options...) }
 }
 
-// Close closes the connection opened to republish, if any; a later
-// republish opens another. It waits for a republish in progress, at most
-// Options.PublishTimeout.
+// Close closes the connection opened to republish, if any (not a writer
+// given with Options.Writer, which its owner closes). It waits for the
+// republishes in progress, each bounded by Options.PublishTimeout; a later
+// republish fails with messaging.ErrClosed, so its message is not
+// acknowledged and the broker redelivers it.
 func (h *handler) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.config.publishTimeout)
-	defer cancel()
-	return h.publisher.close(ctx)
+	return h.publisher.close()
 }
 
 // Handle parks undecodable deliveries, hands the rest to the inner handler and,

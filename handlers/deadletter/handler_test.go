@@ -200,10 +200,10 @@ func (f *HandlerFixture) TestAFailedRepublishPanicsSoTheBatchIsNotAcknowledged()
 	f.So(err.Error(), should.ContainSubstring, "not acknowledged")
 	f.So(f.monitor.events[0], should.StartWith, "q set_aside_failed ")
 
-	f.connector.commitErr = nil // the next attempt redials and lands
+	f.connector.commitErr = nil // the next attempt lands, on the same connection: a verdict on a message leaves it sound
 	handler.Handle(context.Background(), delivery("a"))
-	f.So(f.connector.connects, should.Equal, 2)
-	f.So(f.connector.connections[0].closed, should.BeTrue)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.connections[0].closed, should.BeFalse)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler failed: boom"})
 }
 
