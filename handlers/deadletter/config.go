@@ -40,7 +40,6 @@ type config struct {
 	logger     *slog.Logger
 	monitor    Monitor
 	writer     *batch.Writer
-	sleep      func(ctx context.Context, d time.Duration) bool
 }
 
 // FullDelivery hands the inner handler messaging.Delivery values instead of
@@ -126,11 +125,6 @@ func (singleton) Writer(writer *batch.Writer) option {
 	return func(c *config) { c.writer = writer }
 }
 
-// withSleeper replaces the in-process wait (tests).
-func withSleeper(sleep func(ctx context.Context, d time.Duration) bool) option {
-	return func(c *config) { c.sleep = sleep }
-}
-
 func newConfig(options []option) config {
 	c := config{}
 	for _, apply := range options {
@@ -154,9 +148,6 @@ func newConfig(options []option) config {
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
-	}
-	if c.sleep == nil {
-		c.sleep = sleep
 	}
 	return c
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -175,14 +177,19 @@ func (m *fakeMonitor) Settled(queue, action, reason string) {
 	m.events = append(m.events, queue+" "+action+" "+reason)
 }
 
-type fakeSleeper struct {
-	slept []time.Duration
-	fail  bool
-}
+// bubbleEpoch is when every synctest bubble's clock starts.
+var bubbleEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (s *fakeSleeper) sleep(ctx context.Context, d time.Duration) bool {
-	s.slept = append(s.slept, d)
-	return !s.fail && ctx.Err() == nil
+// elapsed runs f in a synctest bubble and returns how much of the bubble's
+// synthetic time it took: the waits held in the process, which pass at once
+// once every goroutine of the bubble is blocked.
+func elapsed(t *testing.T, f func()) (took time.Duration) {
+	synctest.Test(t, func(*testing.T) {
+		start := time.Now()
+		f()
+		took = time.Since(start)
+	})
+	return took
 }
 
 func delivery(id string) messaging.Delivery {

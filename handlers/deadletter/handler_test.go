@@ -23,19 +23,17 @@ type HandlerFixture struct {
 	connector *fakeConnector
 	inner     *fakeInner
 	monitor   *fakeMonitor
-	sleeper   *fakeSleeper
 }
 
 func (f *HandlerFixture) Setup() {
 	f.connector = &fakeConnector{}
 	f.inner = &fakeInner{}
 	f.monitor = &fakeMonitor{}
-	f.sleeper = &fakeSleeper{}
 }
 
 func (f *HandlerFixture) handler(options ...option) messaging.Handler {
 	return New(f.connector, f.inner, append([]option{
-		Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+		Options.Monitor(f.monitor),
 	}, options...)...)
 }
 

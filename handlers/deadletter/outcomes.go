@@ -163,7 +163,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 	if c.isSettled(delivery) {
 		return nil
 	}
-	if delay > 0 && !c.config.sleep(ctx, delay) {
+	if delay > 0 && !sleep(ctx, delay) {
 		return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s was cancelled, so it is not acknowledged and the broker will redeliver it: %w",
 			delay, delivery.MessageID, context.Cause(ctx)))
 	}

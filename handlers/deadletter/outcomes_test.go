@@ -21,14 +21,18 @@ type OutcomesFixture struct {
 	*gunit.Fixture
 	connector *fakeConnector
 	monitor   *fakeMonitor
-	sleeper   *fakeSleeper
-	results   []error
+	// waited is how long the last Handle waited in the process, on the
+	// synctest bubble's clock.
+	waited time.Duration
+	// deadline, when set, ends the handler's context that long after Handle
+	// began.
+	deadline time.Duration
+	results  []error
 }
 
 func (f *OutcomesFixture) Setup() {
 	f.connector = &fakeConnector{}
 	f.monitor = &fakeMonitor{}
-	f.sleeper = &fakeSleeper{}
 }
 
 // handle runs one Handle whose inner handler applies outcome to each delivery.
@@ -39,13 +43,27 @@ func (f *OutcomesFixture) handle(outcome func(ctx context.Context, d messaging.D
 		}
 	})
 	handler := New(f.connector, inner, append([]option{
-		Options.FullDelivery(true), Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+		Options.FullDelivery(true), Options.Monitor(f.monitor),
 	}, options...)...)
 	messages := make([]any, len(deliveries))
 	for i, d := range deliveries {
 		messages[i] = d
 	}
-	return recovered(func() { handler.Handle(context.Background(), messages...) })
+	return f.run(handler, messages)
+}
+
+// run hands messages to handler in a synctest bubble, with a context that
+// ends after f.deadline when it is set, and records how long it waited.
+func (f *OutcomesFixture) run(handler messaging.Handler, messages []any) (value any) {
+	f.waited = elapsed(f.T().(*testing.T), func() {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if f.deadline > 0 {
+			ctx, cancel = context.WithTimeout(ctx, f.deadline)
+		}
+		defer cancel()
+		value = recovered(func() { handler.Handle(ctx, messages...) })
+	})
+	return value
 }
 
 func (f *OutcomesFixture) TestReject() {
@@ -72,7 +90,7 @@ func (f *OutcomesFixture) TestRetryWaitsInProcessAndAdvancesTheAttempt() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, second)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{2 * time.Second})
+	f.So(f.waited, should.Equal, 2*time.Second)
 	dispatches := f.connector.dispatches()
 	f.So(len(dispatches), should.Equal, 1)
 	f.So(dispatches[0].RoutingKey, should.Equal, "q")
@@ -87,7 +105,7 @@ func (f *OutcomesFixture) TestRetryTreatsAMissingAttemptAsTheFirst() {
 	first.Attempt = 0
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) }, nil, first)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 2)
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 }
 
 func (f *OutcomesFixture) TestRetryWithTheBudgetSpentDeadLetters() {
@@ -112,7 +130,7 @@ func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"), delivery("bb"))
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2m 2m0s"}) // once per connection
 	dispatches := f.connector.dispatches()
 	f.So(len(dispatches), should.Equal, 2)
@@ -130,7 +148,7 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.BeNil)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{time.Minute})
+	f.So(f.waited, should.Equal, time.Minute)
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q")
 }
 
@@ -143,7 +161,7 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInstea
 	f.So(f.results[0], should.NotBeNil)
 	f.So(f.results[0].Error(), should.ContainSubstring, "BrokerWaitThreshold")
 	f.So(errors.Is(f.results[0], errNoDeclarer), should.BeTrue)
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.dispatches(), should.BeEmpty)
 	f.So(f.monitor.events[0], should.StartWith, "q rung_missing retry rung q.retry.1m: ")
 	f.So(f.monitor.events[1], should.StartWith, "q set_aside_failed ")
@@ -158,7 +176,7 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
 	}, options, delivery("a"))
 	f.So(value, should.NotBeNil)
 	f.So(errors.Is(f.results[0], f.connector.declareErr), should.BeTrue)
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.dispatches(), should.BeEmpty)
 }
 
@@ -170,7 +188,7 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationAtTheThresholdWaitsInProcess
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.BeNil)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{30 * time.Second})
+	f.So(f.waited, should.Equal, 30*time.Second)
 	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
 }
 
@@ -181,7 +199,7 @@ func (f *OutcomesFixture) TestAWaitBelowTheThresholdStaysInProcess() {
 		Options.BrokerWaitThreshold(time.Minute),
 	}
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) }, options, delivery("a"))
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{59 * time.Second})
+	f.So(f.waited, should.Equal, 59*time.Second)
 	f.So(f.connector.declared, should.BeEmpty)
 }
 
@@ -189,7 +207,7 @@ func (f *OutcomesFixture) TestInProgressKeepsTheAttempt() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return InProgress(ctx, d, 3*time.Second)
 	}, []option{Options.MaxAttempts(1)}, delivery("a"))
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{3 * time.Second})
+	f.So(f.waited, should.Equal, 3*time.Second)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 1)
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q")
 	f.So(f.monitor.events, should.Equal, []string{"q in_progress "})
@@ -200,7 +218,7 @@ func (f *OutcomesFixture) TestALongInProgressIsHeldByTheBrokerNotByAWorker() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return InProgress(ctx, d, 10*time.Minute)
 	}, []option{Options.MaxAttempts(1)}, delivery("a"))
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.10m 10m0s"})
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q.retry.10m")
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 1)
@@ -212,12 +230,12 @@ func (f *OutcomesFixture) TestALongInProgressWithoutRungsIsNotHeldInTheProcess()
 		return InProgress(ctx, d, 10*time.Minute)
 	}, nil, delivery("a"))
 	f.So(fmt.Sprint(value), should.ContainSubstring, "cannot be held by the broker")
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.dispatches(), should.BeEmpty)
 }
 
 func (f *OutcomesFixture) TestACancelledWaitIsAFailure() {
-	f.sleeper.fail = true
+	f.deadline = 500 * time.Millisecond
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return InProgress(ctx, d, time.Second)
 	}, nil, delivery("a"))
@@ -278,7 +296,7 @@ func (f *OutcomesFixture) TestTwoDelaysNeverShareARungNameWithDifferentTTLs() {
 	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 30500 * time.Millisecond }))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.30s 30s", "q q.retry.31s 31s"})
 	f.So(f.connector.targets(), should.Equal, []string{"q.retry.30s a: ", "q.retry.31s a: "})
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 }
 
 func (f *OutcomesFixture) TestABrokerWaitIsHeldByTheRungOfThePolicysLadder() {
@@ -291,7 +309,7 @@ func (f *OutcomesFixture) TestABrokerWaitIsHeldByTheRungOfThePolicysLadder() {
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.40s 40s"}) // never jittered
 	f.So(f.connector.targets(), should.Equal, []string{"q.retry.40s a: "})
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 4)
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 }
 
 func (f *OutcomesFixture) TestAFractionalPolicyWaitIsHeldByTheRungOfItsWholeSecondsRoundedUp() {
@@ -307,7 +325,7 @@ func (f *OutcomesFixture) TestAThresholdOfZeroNeverHoldsAWaitInTheBroker() {
 	f.connector.declarer = true
 	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute }), Options.BrokerWaitThreshold(0))
 	f.So(f.connector.declared, should.BeEmpty)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{2 * time.Minute})
+	f.So(f.waited, should.Equal, 2*time.Minute)
 	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
 }
 
@@ -315,7 +333,7 @@ func (f *OutcomesFixture) TestAPolicyThatWaitsInTheBrokerFromZeroNeverDoes() {
 	f.connector.declarer = true
 	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Minute).WaitInBrokerFrom(0)))
 	f.So(f.connector.declared, should.BeEmpty)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{2 * time.Minute})
+	f.So(f.waited, should.Equal, 2*time.Minute)
 	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
 }
 
@@ -323,7 +341,7 @@ func (f *OutcomesFixture) TestTheThresholdOptionOverridesThePolicys() {
 	f.connector.declarer = true
 	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Second).WithJitter(0)), Options.BrokerWaitThreshold(time.Second))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2s 2s"})
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 }
 
 // handleRerun runs one Handle whose inner handler is re-run, as an inner retry
@@ -341,13 +359,13 @@ func (f *OutcomesFixture) handleRerun(outcome func(ctx context.Context, d messag
 		}
 	})
 	handler := New(f.connector, rerun(3, inner), append([]option{
-		Options.FullDelivery(true), Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+		Options.FullDelivery(true), Options.Monitor(f.monitor),
 	}, options...)...)
 	messages := make([]any, len(deliveries))
 	for i, d := range deliveries {
 		messages[i] = d
 	}
-	return recovered(func() { handler.Handle(context.Background(), messages...) })
+	return f.run(handler, messages)
 }
 
 func (f *OutcomesFixture) TestAnOutcomeRepeatedByAnInnerRetryPublishesOnce() {

@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"context"
 	"log/slog"
 	"math"
 	"time"
@@ -12,10 +11,6 @@ import (
 // DefaultMaxOutageBackoff caps the wait between tries while a dependency is
 // down (messaging.IsOutage).
 const DefaultMaxOutageBackoff = 30 * time.Second
-
-// sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
-// when the context ended.
-type sleeper func(ctx context.Context, d time.Duration) error
 
 // Options is the entry point for configuring New: retry.Options.Backoff(time.Second).
 var Options singleton
@@ -45,7 +40,6 @@ type configuration struct {
 	logStack  bool
 	logger    *slog.Logger
 	monitor   Monitor
-	sleep     sleeper
 	random    func() float64
 }
 
@@ -90,9 +84,6 @@ func newConfiguration(options []option) configuration {
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
-	}
-	if c.sleep == nil {
-		c.sleep = sleep
 	}
 	if c.random == nil {
 		c.random = defaultRandom

@@ -94,7 +94,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			wait = h.config.wait(attempt)
 		}
 		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, wait), attempt, value, stack, wait)
-		if err := h.config.sleep(ctx, wait); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			panic(stopped(attempt, err, value))
 		}
 		if err := ctx.Err(); err != nil {

@@ -37,7 +37,7 @@ func (w *hold) wait(cause error) error {
 			slog.Int("tries", w.tries), slog.Duration("wait", wait), slog.Any("error", cause))
 	}
 	messaging.OutageListenerFrom(w.ctx).Waiting(cause, wait)
-	return c.sleep(w.ctx, wait)
+	return sleep(w.ctx, wait)
 }
 
 // end closes the wait, if one is open.

@@ -104,7 +104,7 @@ func TestAnOutageWaitEndsAtOnceOnCancellation(t *testing.T) {
 			New(inner, Options.Backoff(time.Second), Options.MaxAttempts(1), Options.JitterFactor(0),
 				Options.Logger(quiet)).Handle(ctx, "m")
 		}()
-		time.Sleep(10 * time.Minute)
+		time.Sleep(10 * time.Minute) // the bubble's synthetic clock: ten minutes pass at once
 		synctest.Wait()
 		calls := inner.calls
 		// 1+2+4+8+16 s, then every 30 s: 5 + ceil((600-31)/30) tries after the first.
