@@ -111,7 +111,7 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 	// several disruptions instead of finishing before the second one.
 	counting := countingHandler(t, counts, &handled)
 	working := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
-		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond)
+		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond) // real work's time, so that consuming spans several disruptions
 		counting.Handle(ctx, messages...)
 	})
 	consumer := consume(t, decodedTransport(t, url), queue, working)

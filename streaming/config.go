@@ -3,7 +3,6 @@ package streaming
 import (
 	"context"
 	"log/slog"
-	"time"
 )
 
 // Options configures New. It is a singleton whose methods return options.
@@ -22,7 +21,6 @@ type config struct {
 	logger        *slog.Logger
 	monitor       Monitor
 	ctx           context.Context
-	clock         clock
 }
 
 // Subscriptions replaces the subscriptions to consume.
@@ -52,11 +50,6 @@ func (singleton) Context(ctx context.Context) option {
 	return func(c *config) { c.ctx = ctx }
 }
 
-// withClock replaces the clock (tests).
-func withClock(clock clock) option {
-	return func(c *config) { c.clock = clock }
-}
-
 func newConfig(options []option) config {
 	c := config{}
 	for _, apply := range options {
@@ -73,38 +66,5 @@ func newConfig(options []option) config {
 	if c.ctx == nil {
 		c.ctx = context.Background()
 	}
-	if c.clock == nil {
-		c.clock = realClock{}
-	}
 	return c
-}
-
-// clock is the runtime's view of time, replaced in tests.
-type clock interface {
-	Now() time.Time
-	// Sleep waits d or until ctx ends and reports whether the whole wait passed.
-	Sleep(ctx context.Context, d time.Duration) bool
-	// After returns a channel that receives once d has passed, and a function
-	// that releases the timer.
-	After(d time.Duration) (<-chan time.Time, func())
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
-func (realClock) Sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (realClock) After(d time.Duration) (<-chan time.Time, func()) {
-	timer := time.NewTimer(d)
-	return timer.C, func() { timer.Stop() }
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/handlers/deadletter"
+	"github.com/warrenmq/messaging/internal/wait"
 )
 
 // runner is one subscription's reconnect loop. It owns its connection.
@@ -20,7 +21,6 @@ type runner struct {
 	subscription *Subscription
 	logger       *slog.Logger
 	monitor      Monitor
-	clock        clock
 	soft         context.Context
 	failures     int
 	health       *health
@@ -48,7 +48,6 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		subscription: subscription,
 		logger:       cfg.logger,
 		monitor:      cfg.monitor,
-		clock:        cfg.clock,
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
 		workers:      settled(connector, subscription, cfg),
@@ -93,7 +92,7 @@ func (r *runner) run() {
 		delay := r.nextDelay(healthy)
 		r.logger.Info(fmt.Sprintf("Subscription to stream [%s] concluded; reconnecting in [%s].", queue, delay),
 			slog.String("stream", queue), slog.Duration("delay", delay))
-		if !r.clock.Sleep(r.soft, delay) {
+		if wait.For(r.soft, delay) != nil {
 			return
 		}
 	}
@@ -145,10 +144,10 @@ func (r *runner) session() bool {
 	r.declareRungs(connection)
 	r.monitor.StreamOpened(queue, nil)
 	r.firstOpen(nil)
-	started := r.clock.Now()
+	started := time.Now()
 	acknowledged := newSession(r, stream).run()
 	r.monitor.StreamClosed(queue)
-	return acknowledged || r.clock.Now().Sub(started) >= healthySession
+	return acknowledged || time.Since(started) >= healthySession
 }
 
 // declareRungs declares the retry rungs of the subscription's retry policy

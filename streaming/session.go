@@ -105,16 +105,16 @@ func (s *session) await(workersDone <-chan struct{}) {
 	queue := s.subscription.queue
 	shutdown := s.soft.Done()
 	var deadline, grace <-chan time.Time
-	var stops []func()
+	var timers []*time.Timer
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		for _, timer := range timers {
+			timer.Stop()
 		}
 	}()
-	startGrace := func() {
-		var stop func()
-		grace, stop = s.clock.After(abandonGrace)
-		stops = append(stops, stop)
+	after := func(d time.Duration) <-chan time.Time {
+		timer := time.NewTimer(d)
+		timers = append(timers, timer)
+		return timer.C
 	}
 	for {
 		select {
@@ -125,12 +125,10 @@ func (s *session) await(workersDone <-chan struct{}) {
 			s.health.stop() // a batch held through an outage has nothing to finish
 			if s.subscription.strategy == ShutdownStrategyImmediate {
 				s.cancelHandle()
-				startGrace()
+				grace = after(abandonGrace)
 				continue
 			}
-			var stop func()
-			deadline, stop = s.clock.After(s.subscription.shutdownTimeout)
-			stops = append(stops, stop)
+			deadline = after(s.subscription.shutdownTimeout)
 		case <-deadline:
 			deadline = nil
 			// Only the handlers are cancelled: a batch whose Handle still
@@ -145,7 +143,7 @@ func (s *session) await(workersDone <-chan struct{}) {
 			timeout := s.subscription.shutdownTimeout
 			s.logger.Warn(fmt.Sprintf("Workers on stream [%s] did not conclude within [%s] of shutdown; abandoning in-flight deliveries.", queue, timeout),
 				slog.String("stream", queue), slog.Duration("timeout", timeout))
-			startGrace()
+			grace = after(abandonGrace)
 		case <-grace:
 			s.cancelAck()
 			s.logger.Error(fmt.Sprintf("A handler on stream [%s] ignored its cancelled context; leaving it running unacknowledged.", queue),
@@ -293,9 +291,9 @@ func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, ba
 		return true
 	}
 	ctx = messaging.WithDeliveries(ctx, deliveries)
-	started := s.clock.Now()
+	started := time.Now()
 	value, stack, panicked := s.handle(ctx, handler, messages)
-	s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
+	s.monitor.BatchHandled(queue, len(messages), time.Since(started))
 	if err, isError := value.(error); panicked && isError && messaging.IsOutage(err) && s.soft.Err() == nil {
 		s.health.outagePanic(err)
 		s.logger.Warn(fmt.Sprintf("Handler on stream [%s] failed with an outage [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, err, len(batch)),

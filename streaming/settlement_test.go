@@ -53,65 +53,73 @@ func successes(h *fakeHandler) map[any]int {
 }
 
 func (f *ConsumerFixture) TestWithoutASettlementDecoratorTheRuntimeParksAndDeadLetters() {
-	f.connector.writable = true
-	f.handler = &fakeHandler{panicOn: poisonFour}
-	f.stream.push(batchOfTen()...)
-	f.listen(SubscriptionOptions.BatchCapacity(10),
-		SubscriptionOptions.RetryPolicy(retrypolicy.Exponential(3, time.Second, time.Minute)))
+	f.inBubble(func() {
+		f.connector.writable = true
+		f.handler = &fakeHandler{panicOn: poisonFour}
+		f.stream.push(batchOfTen()...)
+		f.listen(SubscriptionOptions.BatchCapacity(10),
+			SubscriptionOptions.RetryPolicy(retrypolicy.Exponential(3, time.Second, time.Minute)))
 
-	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
-	f.So(f.connector.publishedTo(), should.Equal, []string{
-		"q.dlq 4: exhausted 3 attempts: boom",
-		"q.parked 7: could not be decoded: not JSON",
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
+		f.So(f.connector.publishedTo(), should.Equal, []string{
+			"q.dlq 4: exhausted 3 attempts: boom",
+			"q.parked 7: could not be decoded: not JSON",
+		})
+		counts := successes(f.handler)
+		for _, id := range []string{"0", "1", "2", "3", "5", "6", "8", "9"} {
+			f.So(counts[id], should.Equal, 1)
+		}
+		f.So(counts["4"], should.Equal, 0)
+		f.So(counts[nil], should.Equal, 0) // the undecodable one never reached the handler
+		f.So(f.logs.String(), should.NotContainSubstring, "panicked")
 	})
-	counts := successes(f.handler)
-	for _, id := range []string{"0", "1", "2", "3", "5", "6", "8", "9"} {
-		f.So(counts[id], should.Equal, 1)
-	}
-	f.So(counts["4"], should.Equal, 0)
-	f.So(counts[nil], should.Equal, 0) // the undecodable one never reached the handler
-	f.So(f.logs.String(), should.NotContainSubstring, "panicked")
 }
 
 func (f *ConsumerFixture) TestTheRuntimesSettlementNamesNoBudgetItWasNotTold() {
-	f.connector.writable = true
-	f.handler = &fakeHandler{panicOn: poisonFour}
-	f.stream.push(delivery("4"))
-	f.listen()
+	f.inBubble(func() {
+		f.connector.writable = true
+		f.handler = &fakeHandler{panicOn: poisonFour}
+		f.stream.push(delivery("4"))
+		f.listen()
 
-	eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
-	f.So(f.connector.publishedTo(), should.Equal, []string{"q.dlq 4: the handler failed: boom"})
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+		f.So(f.connector.publishedTo(), should.Equal, []string{"q.dlq 4: the handler failed: boom"})
+	})
 }
 
 func (f *ConsumerFixture) TestASettlementDecoratorOfTheUsersOwnSetsAsideOnce() {
-	f.connector.writable = true
-	f.handler = &fakeHandler{panicOn: poisonFour}
-	own := deadletter.New(f.connector, f.handler, deadletter.Options.MaxAttempts(2))
-	f.stream.push(batchOfTen()...)
-	f.listenAll(NewSubscription("q",
-		SubscriptionOptions.AddWorkers(own),
-		SubscriptionOptions.FullDeliveryToHandler(true),
-		SubscriptionOptions.BatchCapacity(10),
-	))
+	f.inBubble(func() {
+		f.connector.writable = true
+		f.handler = &fakeHandler{panicOn: poisonFour}
+		own := deadletter.New(f.connector, f.handler, deadletter.Options.MaxAttempts(2))
+		f.stream.push(batchOfTen()...)
+		f.listenAll(NewSubscription("q",
+			SubscriptionOptions.AddWorkers(own),
+			SubscriptionOptions.FullDeliveryToHandler(true),
+			SubscriptionOptions.BatchCapacity(10),
+		))
 
-	eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
-	f.So(f.connector.publishedTo(), should.Equal, []string{
-		"q.dlq 4: exhausted 2 attempts: boom", // the user's decorator's reason, once
-		"q.parked 7: could not be decoded: not JSON",
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 10 })
+		f.So(f.connector.publishedTo(), should.Equal, []string{
+			"q.dlq 4: exhausted 2 attempts: boom", // the user's decorator's reason, once
+			"q.parked 7: could not be decoded: not JSON",
+		})
+		counts := successes(f.handler)
+		f.So(counts["0"], should.Equal, 1)
+		f.So(counts["4"], should.Equal, 0)
 	})
-	counts := successes(f.handler)
-	f.So(counts["0"], should.Equal, 1)
-	f.So(counts["4"], should.Equal, 0)
 }
 
 func (f *ConsumerFixture) TestAnOutageIsNotSetAsideByTheRuntime() {
-	f.connector.writable = true
-	f.handler = &fakeHandler{panicOn: func([]any) any { return databaseDown }}
-	f.listen()
-	f.stream.push(delivery("1"))
-	receive(f.T(), f.clock.sleeps, "the reconnect delay")
-	f.So(f.connector.publishedTo(), should.BeEmpty)
-	f.So(f.stream.ackedIDs(), should.BeEmpty)
+	f.inBubble(func() {
+		f.connector.writable = true
+		f.handler = &fakeHandler{panicOn: func([]any) any { return databaseDown }}
+		f.listen()
+		f.stream.push(delivery("1"))
+		f.concluded()
+		f.So(f.connector.publishedTo(), should.BeEmpty)
+		f.So(f.stream.ackedIDs(), should.BeEmpty)
+	})
 }
 
 // acknowledged counts the deliveries acknowledged on s.
@@ -124,17 +132,19 @@ func acknowledged(s *fakeStream) int {
 }
 
 func (f *ConsumerFixture) TestARefusedRetryIsParkedByTheRuntime() {
-	f.connector.writable = true
-	retrying := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
-		for _, d := range messaging.DeliveriesFrom(ctx) {
-			if err := messaging.Retry(ctx, d, errors.New("busy")); err != nil {
-				panic(err)
+	f.inBubble(func() {
+		f.connector.writable = true
+		retrying := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+			for _, d := range messaging.DeliveriesFrom(ctx) {
+				if err := messaging.Retry(ctx, d, errors.New("busy")); err != nil {
+					panic(err)
+				}
 			}
-		}
-	})
-	f.stream.push(delivery("1"))
-	f.listenAll(NewSubscription("q", SubscriptionOptions.AddWorkers(retrying), SubscriptionOptions.RefuseRetry("a stream")))
+		})
+		f.stream.push(delivery("1"))
+		f.listenAll(NewSubscription("q", SubscriptionOptions.AddWorkers(retrying), SubscriptionOptions.RefuseRetry("a stream")))
 
-	eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
-	f.So(f.connector.publishedTo(), should.Equal, []string{"q.parked 1: this consumer does not retry (a stream): busy"})
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+		f.So(f.connector.publishedTo(), should.Equal, []string{"q.parked 1: this consumer does not retry (a stream): busy"})
+	})
 }

@@ -1,7 +1,6 @@
 package deadletter
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -150,20 +149,6 @@ func newConfig(options []option) config {
 		c.monitor = NopMonitor{}
 	}
 	return c
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // defaultPolicy is the budget when none is stated: the retry decorator's.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wait"
 	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
@@ -163,7 +164,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 	if c.isSettled(delivery) {
 		return nil
 	}
-	if delay > 0 && !sleep(ctx, delay) {
+	if wait.For(ctx, delay) != nil {
 		return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s was cancelled, so it is not acknowledged and the broker will redeliver it: %w",
 			delay, delivery.MessageID, context.Cause(ctx)))
 	}

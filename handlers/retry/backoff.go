@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -19,21 +18,3 @@ func (c configuration) outageWait(try int) time.Duration {
 }
 
 func defaultRandom() float64 { return rand.Float64() }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wait"
 )
 
 type handler struct {
@@ -89,12 +90,12 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.maxAttempts), attempt, value, stack, 0)
 			panic(value)
 		}
-		var wait time.Duration
+		var delay time.Duration
 		if !h.immediate(value) {
-			wait = h.config.wait(attempt)
+			delay = h.config.wait(attempt)
 		}
-		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, wait), attempt, value, stack, wait)
-		if err := sleep(ctx, wait); err != nil {
+		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, delay), attempt, value, stack, delay)
+		if err := wait.For(ctx, delay); err != nil {
 			panic(stopped(attempt, err, value))
 		}
 		if err := ctx.Err(); err != nil {
