@@ -3,6 +3,7 @@ package streaming
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -168,7 +169,7 @@ func (f *ConsumerFixture) TestDefaultsAndFullThrottle() {
 		s := NewSubscription("q")
 		f.So(s.bufferCapacity, should.Equal, 256)
 		f.So(s.batchCapacity, should.Equal, 1)
-		f.So(s.reconnectDelay, should.Equal, 5*time.Second)
+		f.So(s.reconnectDelay, should.Equal, time.Second)
 		f.So(s.strategy, should.Equal, ShutdownStrategyDrain)
 		f.So(s.shutdownTimeout, should.Equal, 5*time.Second)
 		f.So(s.establishTopology, should.BeTrue)
@@ -179,7 +180,7 @@ func (f *ConsumerFixture) TestDefaultsAndFullThrottle() {
 			SubscriptionOptions.DeadLetters(false), SubscriptionOptions.EstablishTopology(false))
 		f.So(s.bufferCapacity, should.Equal, 65535)
 		f.So(s.batchCapacity, should.Equal, 65535)
-		f.So(s.reconnectDelay, should.Equal, 5*time.Second)
+		f.So(s.reconnectDelay, should.Equal, time.Second)
 		f.So(s.shutdownTimeout, should.Equal, 5*time.Second)
 		f.So(s.strategy, should.Equal, ShutdownStrategyCurrentBatch)
 		f.So(s.deadLetters, should.BeFalse)
@@ -405,46 +406,82 @@ func (f *ConsumerFixture) TestAHandlerThatIgnoresCancellationIsAbandonedAfterThe
 	})
 }
 
-func (f *ConsumerFixture) TestReconnectBacksOffWithoutSleeping() {
+func (f *ConsumerFixture) TestReconnectBacksOffToAboutTwoSecondsAndAHealthySessionStartsAgain() {
 	f.inBubble(func() {
-		f.connector.connectErrs = []error{errors.New("refused"), errors.New("refused"), errors.New("refused"), errors.New("refused")}
-		f.listen(SubscriptionOptions.ReconnectDelay(10 * time.Second))
-		var delays []time.Duration
-		last := receive(f.T(), f.monitor.opens, "the first attempt")
-		for range 4 {
-			next := receive(f.T(), f.monitor.opens, "the next attempt")
-			delays = append(delays, next.Sub(last))
-			last = next
+		refused := errors.New("refused")
+		f.connector.connectErrs = []error{refused, refused, refused, refused}
+		f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
+		delays := f.attemptsApart(4)
+		f.jittered(delays[0], time.Second, 0)
+		for _, delay := range delays[1:] {
+			f.jittered(delay, 2*time.Second, 2*time.Second) // the ceiling: back within two seconds of the broker
 		}
-		f.So(delays, should.Equal, []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second})
-		// the fifth attempt connects; a healthy session resets the backoff
+		// the fifth attempt connects; a healthy session starts the backoff again
 		f.stream.push(delivery("1"))
 		f.handler.release(f.T())
 		eventually(f.T(), func() bool { return len(f.stream.ackedIDs()) == 1 })
 		f.stream.fail(errors.New("connection reset"))
-		f.So(f.reopened(f.concluded()), should.Equal, 10*time.Second)
+		f.jittered(f.reopened(f.concluded()), time.Second, 0)
 		f.So(f.logs.String(), should.ContainSubstring, "Unable to open connection for stream [q] [open connection: refused]")
 		f.So(f.logs.String(), should.ContainSubstring, "Stream [q] ended [connection reset]")
-		f.So(f.logs.String(), should.ContainSubstring, "Subscription to stream [q] concluded; reconnecting in [10s].")
+		f.So(f.logs.String(), should.ContainSubstring, "Subscription to stream [q] concluded; reconnecting in [")
 		f.So(f.monitor.list()[0], should.Equal, "opened q open connection: refused")
 		f.So(f.stream.isClosed(), should.BeTrue)
 	})
 }
 
-func (f *ConsumerFixture) TestBackoffCapIsTheDelayWhenLarger() {
+func (f *ConsumerFixture) TestAStreamThatCannotOpenForAPermanentReasonBacksOffToThirtySeconds() {
+	f.inBubble(func() {
+		missing := fmt.Errorf("declare queue: %w", &messaging.BrokerError{Code: 404, Text: "NOT_FOUND - no queue 'q'"})
+		f.connector.connectErrs = []error{missing, missing, missing, missing, missing, missing, missing}
+		f.listen(SubscriptionOptions.ReconnectDelay(time.Second))
+		delays := f.attemptsApart(7)
+		for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
+			f.jittered(delays[i], want, 30*time.Second)
+		}
+	})
+}
+
+func (f *ConsumerFixture) TestAReconnectDelayAboveTheCeilingIsKept() {
 	f.inBubble(func() {
 		r := &runner{subscription: NewSubscription("q", SubscriptionOptions.ReconnectDelay(time.Minute))}
-		f.So(r.nextDelay(false), should.Equal, time.Minute)
-		f.So(r.nextDelay(false), should.Equal, time.Minute)
-		r = &runner{subscription: NewSubscription("q", SubscriptionOptions.ReconnectDelay(time.Second))}
-		var got []time.Duration
-		for range 8 {
-			got = append(got, r.nextDelay(false))
+		for range 3 {
+			f.jittered(r.nextDelay(false, errors.New("refused")), time.Minute, time.Minute)
 		}
-		f.So(got, should.Equal, []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
-			16 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second})
-		f.So(r.nextDelay(true), should.Equal, time.Second)
 	})
+}
+
+func (f *ConsumerFixture) TestTheDefaultReconnectDelayIsASecond() {
+	f.inBubble(func() {
+		r := &runner{subscription: NewSubscription("q")}
+		f.jittered(r.nextDelay(false, errors.New("refused")), time.Second, 0)
+		f.jittered(r.nextDelay(false, errors.New("refused")), 2*time.Second, 2*time.Second)
+		f.jittered(r.nextDelay(true, nil), time.Second, 0)
+	})
+}
+
+// attemptsApart returns the time between the runtime's first n+1 attempts
+// to open the stream.
+func (f *ConsumerFixture) attemptsApart(n int) []time.Duration {
+	var delays []time.Duration
+	last := receive(f.T(), f.monitor.opens, "the first attempt")
+	for range n {
+		next := receive(f.T(), f.monitor.opens, "the next attempt")
+		delays = append(delays, next.Sub(last))
+		last = next
+	}
+	return delays
+}
+
+// jittered checks that got is want spread by the reconnect schedule's
+// jitter (±20 %) and, when ceiling is set, not above it.
+func (f *ConsumerFixture) jittered(got, want, ceiling time.Duration) {
+	f.T().Helper()
+	high := want * 12 / 10
+	if ceiling > 0 {
+		high = min(high, ceiling)
+	}
+	f.So(got, should.BeBetweenOrEqual, want*8/10, high)
 }
 
 func (f *ConsumerFixture) TestStreamOpenFailuresAreReportedAndRetried() {
@@ -455,7 +492,7 @@ func (f *ConsumerFixture) TestStreamOpenFailuresAreReportedAndRetried() {
 		f.So(f.monitor.list(), should.Equal, []string{"opened q open stream: no stream scripted"})
 		f.So(f.logs.String(), should.ContainSubstring, "Unable to open stream [q] [open stream: no stream scripted]")
 		f.So(f.connector.connection(0).isClosed(), should.BeTrue)
-		f.So(f.reopened(ended), should.Equal, time.Second)
+		f.jittered(f.reopened(ended), time.Second, 0)
 	})
 }
 
@@ -476,7 +513,7 @@ func (f *ConsumerFixture) TestAPanicThatEscapesTheSettlementIsNotAcknowledgedAnd
 		f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "closed q"})
 
 		f.handler.panicOn = nil
-		f.So(f.reopened(ended), should.Equal, time.Second)
+		f.jittered(f.reopened(ended), time.Second, 0)
 		second.push(delivery("1"))
 		eventually(f.T(), func() bool { return len(second.ackedIDs()) == 1 })
 	})

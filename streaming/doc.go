@@ -6,9 +6,13 @@
 //
 // Each subscription owns its connection and its reconnect loop: a failure in one
 // subscription never restarts another. After a session ends for any reason other
-// than shutdown, the subscription waits its ReconnectDelay and reopens; the wait
-// doubles on consecutive failed sessions up to 30 s (or the delay itself when it
-// is larger) and returns to the configured delay after a healthy session.
+// than shutdown, the subscription waits its ReconnectDelay (1 s by default) and
+// reopens. The wait follows a retrypolicy.Exponential backoff: it doubles on
+// consecutive failed sessions, jittered, up to 2 s (or the delay itself when it
+// is larger), so a consumer is back within about two seconds of its broker; a
+// stream that cannot open for a reason waiting does not fix (a missing queue,
+// refused access: messaging.IsPermanent) doubles up to 30 s instead. A healthy
+// session starts the backoff again from the configured delay.
 //
 // # Failure and settlement
 //

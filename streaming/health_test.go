@@ -103,7 +103,7 @@ func (f *ConsumerFixture) TestAnOutagePanicHoldsTheSubscriptionUntilABatchIsHand
 		f.So(logs, should.NotContainSubstring, "stack=")
 
 		f.handler.panicOn = nil // read by the next session, which starts after the delay
-		f.So(f.reopened(ended), should.Equal, time.Second)
+		f.jittered(f.reopened(ended), time.Second, 0)
 		second.push(delivery("1"))
 		eventually(f.T(), func() bool { return len(second.ackedIDs()) == 1 })
 		f.So(f.waiting(), should.BeEmpty)

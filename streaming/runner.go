@@ -85,11 +85,11 @@ func (r *runner) run() {
 		return
 	}
 	for r.soft.Err() == nil {
-		healthy := r.session()
+		healthy, err := r.session()
 		if r.soft.Err() != nil {
 			return
 		}
-		delay := r.nextDelay(healthy)
+		delay := r.nextDelay(healthy, err)
 		r.logger.Info(fmt.Sprintf("Subscription to stream [%s] concluded; reconnecting in [%s].", queue, delay),
 			slog.String("stream", queue), slog.Duration("delay", delay))
 		if wait.For(r.soft, delay) != nil {
@@ -98,19 +98,21 @@ func (r *runner) run() {
 	}
 }
 
-// nextDelay is the bounded backoff: the configured delay after a healthy
-// session, doubled for each consecutive failed one, capped at 30 s or the
-// configured delay when that is larger.
-func (r *runner) nextDelay(healthy bool) time.Duration {
+// nextDelay is the wait before the next session: the reconnect schedule's
+// (the configured delay after a healthy session, doubled for each
+// consecutive failed one up to a low ceiling, jittered), or the permanent
+// schedule's when the stream could not open for a reason waiting does not
+// fix (messaging.IsPermanent: a missing queue, refused access), which an
+// operator has to act on.
+func (r *runner) nextDelay(healthy bool, err error) time.Duration {
 	if healthy {
 		r.failures = 0
 	}
-	delay := r.subscription.reconnectDelay
-	ceiling := max(maxReconnectDelay, delay)
-	for i := 0; i < r.failures && delay < ceiling; i++ {
-		delay *= 2
+	schedule := r.subscription.reconnectSchedule()
+	if messaging.IsPermanent(err) {
+		schedule = r.subscription.permanentSchedule()
 	}
-	delay = min(delay, ceiling)
+	delay := schedule.Delay(r.failures+1, nil)
 	if !healthy {
 		r.failures++
 	}
@@ -119,27 +121,24 @@ func (r *runner) nextDelay(healthy bool) time.Duration {
 
 // session opens the connection, reader and stream, runs the workers until the
 // session ends, and reports whether it was healthy (it acknowledged something
-// or lasted long enough).
-func (r *runner) session() bool {
+// or lasted long enough), or why it could not open.
+func (r *runner) session() (bool, error) {
 	queue := r.subscription.queue
 	connection, err := r.connector.Connect(r.soft)
 	if err != nil {
-		r.openFailed("Unable to open connection for stream [%s] [%v]", fmt.Errorf("open connection: %w", err))
-		return false
+		return false, r.openFailed("Unable to open connection for stream [%s] [%v]", fmt.Errorf("open connection: %w", err))
 	}
 	defer func() { _ = connection.Close() }()
 
 	reader, err := connection.Reader(r.soft)
 	if err != nil {
-		r.openFailed("Unable to open reader for stream [%s] [%v]", fmt.Errorf("open reader: %w", err))
-		return false
+		return false, r.openFailed("Unable to open reader for stream [%s] [%v]", fmt.Errorf("open reader: %w", err))
 	}
 	defer func() { _ = reader.Close() }()
 
 	stream, err := reader.Stream(r.soft, r.subscription.streamConfig())
 	if err != nil {
-		r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
-		return false
+		return false, r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
 	}
 	r.declareRungs(connection)
 	r.monitor.StreamOpened(queue, nil)
@@ -147,7 +146,7 @@ func (r *runner) session() bool {
 	started := time.Now()
 	acknowledged := newSession(r, stream).run()
 	r.monitor.StreamClosed(queue)
-	return acknowledged || time.Since(started) >= healthySession
+	return acknowledged || time.Since(started) >= healthySession, nil
 }
 
 // declareRungs declares the retry rungs of the subscription's retry policy
@@ -174,12 +173,14 @@ func (r *runner) declareRungs(connection messaging.Connection) {
 	}
 }
 
-func (r *runner) openFailed(format string, err error) {
+// openFailed reports a failure to open the stream, and returns it.
+func (r *runner) openFailed(format string, err error) error {
 	queue := r.subscription.queue
 	r.monitor.StreamOpened(queue, err)
 	r.firstOpen(fmt.Errorf("streaming: stream %q: %w", queue, err))
 	if r.soft.Err() != nil {
-		return // shutting down: the failure is the shutdown's
+		return err // shutting down: the failure is the shutdown's
 	}
 	r.logger.Warn(fmt.Sprintf(format, queue, err), slog.String("stream", queue), slog.Any("error", err))
+	return err
 }

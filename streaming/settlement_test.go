@@ -91,7 +91,7 @@ func (f *ConsumerFixture) TestASettlementDecoratorOfTheUsersOwnSetsAsideOnce() {
 	f.inBubble(func() {
 		f.connector.writable = true
 		f.handler = &fakeHandler{panicOn: poisonFour}
-		own := deadletter.New(f.connector, f.handler, deadletter.Options.MaxAttempts(2))
+		own := deadletter.New(f.connector, f.handler, deadletter.Options.Policy(retrypolicy.Fixed(2, 0)))
 		f.stream.push(batchOfTen()...)
 		f.listenAll(NewSubscription("q",
 			SubscriptionOptions.AddWorkers(own),

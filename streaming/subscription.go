@@ -44,12 +44,24 @@ const (
 	// one costs a broker round trip per message (about half the raw client's
 	// rate here), while 256 keeps the default within a few percent of it and
 	// holds at most 256 unacknowledged deliveries per subscription.
-	defaultBufferCapacity  = 256
-	defaultReconnectDelay  = 5 * time.Second
-	maxReconnectDelay      = 30 * time.Second
-	defaultShutdownTimeout = 5 * time.Second
-	healthySession         = 30 * time.Second
-	abandonGrace           = time.Second
+	defaultBufferCapacity = 256
+	// defaultReconnectDelay departs from the seed's 5 s on purpose: with a
+	// low ceiling on its doubling it brings a consumer back within about two
+	// seconds of its broker, where a long outage used to grow the wait to
+	// 16 s or more.
+	defaultReconnectDelay = retrypolicy.DefaultInitialWait
+	// maxReconnectDelay caps the doubling of the reconnect delay after
+	// consecutive failed sessions (or is the configured delay, when that is
+	// larger): a dial the broker refuses costs little, and a consumer back
+	// late holds up everything behind it.
+	maxReconnectDelay = 2 * time.Second
+	// maxPermanentReconnectDelay caps it instead when the stream cannot open
+	// for a reason waiting does not fix (a missing queue, refused access),
+	// so a misconfigured consumer does not retry and log every two seconds.
+	maxPermanentReconnectDelay = 30 * time.Second
+	defaultShutdownTimeout     = 5 * time.Second
+	healthySession             = 30 * time.Second
+	abandonGrace               = time.Second
 )
 
 // Subscription describes one queue to consume and the workers that handle it.
@@ -115,6 +127,19 @@ func NewSubscription(queue string, options ...subscriptionOption) *Subscription 
 		s.shutdownTimeout = defaultShutdownTimeout
 	}
 	return s
+}
+
+// reconnectSchedule is the policy whose backoff gives the waits before a
+// session after consecutive failed ones: the reconnect delay, doubled up to
+// maxReconnectDelay, jittered.
+func (s *Subscription) reconnectSchedule() retrypolicy.Policy {
+	return retrypolicy.Exponential(1, s.reconnectDelay, max(maxReconnectDelay, s.reconnectDelay))
+}
+
+// permanentSchedule is reconnectSchedule for a stream that could not open
+// for a permanent reason: it doubles up to maxPermanentReconnectDelay.
+func (s *Subscription) permanentSchedule() retrypolicy.Policy {
+	return retrypolicy.Exponential(1, s.reconnectDelay, max(maxPermanentReconnectDelay, s.reconnectDelay))
 }
 
 // Queue returns the queue the subscription consumes.
@@ -248,9 +273,13 @@ func (subscriptionSingleton) RefuseRetry(why string) subscriptionOption {
 	return func(s *Subscription) { s.refuseRetry = why }
 }
 
-// ReconnectDelay sets the pause before reopening a stream after it ends
-// (default 5 s; zero or negative means the default). Consecutive failures
-// double it up to 30 s, or the delay itself when that is larger.
+// ReconnectDelay sets the pause before reopening a stream after it ends.
+// Consecutive failed sessions double it (jittered by ±20 %) up to 2 s, or the
+// delay itself when that is larger, so a consumer is back within about two
+// seconds of its broker; a stream that cannot open for a reason waiting does
+// not fix (a missing queue, refused access: messaging.IsPermanent) doubles it
+// up to 30 s instead. A healthy session starts it again from the delay.
+// Default: 1 s (zero or negative means the default).
 func (subscriptionSingleton) ReconnectDelay(delay time.Duration) subscriptionOption {
 	return func(s *Subscription) { s.reconnectDelay = delay }
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
@@ -93,17 +94,17 @@ func Example_consuming() {
 	encodedOutbox := serialization.New(outbox, serialization.Options.WriteTypes(writeTypes), serialization.Options.Logger(quiet))
 
 	// 4. Handlers: one SQL transaction per batch (transactional), retry around
-	//    it, settlement (deadletter) outermost.
+	//    it, settlement (deadletter) outermost. The budget is stated once.
+	budget := retrypolicy.Fixed(3, 10*time.Millisecond)
 	shipper := deadletter.New(transport,
 		retry.New(
 			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
 				return shipOrders{tx: state.Tx, writer: state.Writer}
 			}, transactional.Options.Logger(quiet)),
-			retry.Options.Backoff(10*time.Millisecond),
-			retry.Options.MaxAttempts(3),
+			retry.Options.Policy(budget),
 			retry.Options.Logger(quiet),
 		),
-		deadletter.Options.MaxAttempts(3),
+		deadletter.Options.Policy(budget),
 		deadletter.Options.Logger(quiet),
 	)
 	recorded := make(chan string, 1)
@@ -120,11 +121,10 @@ func Example_consuming() {
 					}
 				})
 			}, sqltx.Options.Logger(quiet)),
-			retry.Options.Backoff(10*time.Millisecond),
-			retry.Options.MaxAttempts(3),
+			retry.Options.Policy(budget),
 			retry.Options.Logger(quiet),
 		),
-		deadletter.Options.MaxAttempts(3),
+		deadletter.Options.Policy(budget),
 		deadletter.Options.Logger(quiet),
 	)
 

@@ -243,8 +243,8 @@ func TestBrokerPoisonAmongGoodMessagesIsDeadLettered(t *testing.T) {
 			}
 		})
 		return New(transport,
-			retry.New(inner, retry.Options.MaxAttempts(3), retry.Options.Backoff(time.Millisecond), retry.Options.Logger(quiet)),
-			Options.MaxAttempts(3), Options.FullDelivery(true))
+			retry.New(inner, retry.Options.Policy(retrypolicy.Fixed(3, time.Millisecond)), retry.Options.Logger(quiet)),
+			Options.Policy(retrypolicy.Fixed(3, 0)), Options.FullDelivery(true))
 	})
 	good.wait(t, 30*time.Second)
 	dead := b.get(queue+".dlq", 10*time.Second)
@@ -326,8 +326,8 @@ func TestBrokerRetryRepublishesWithTheAttemptAdvanced(t *testing.T) {
 				}
 				second.add(d.MessageID)
 			}
-		}), Options.FullDelivery(true), Options.MaxAttempts(3),
-			Options.RetryDelay(func(int) time.Duration { return 10 * time.Millisecond }))
+		}), Options.FullDelivery(true),
+			Options.Policy(retrypolicy.Fixed(3, 10*time.Millisecond)))
 	})
 	second.wait(t, 20*time.Second)
 	_ = consumer.Close()
@@ -370,9 +370,8 @@ func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
 				}
 				second.add(d.MessageID)
 			}
-		}), Options.FullDelivery(true), Options.MaxAttempts(3), Options.Monitor(settled),
-			Options.BrokerWaitThreshold(time.Second),
-			Options.RetryDelay(func(int) time.Duration { return time.Second }))
+		}), Options.FullDelivery(true), Options.Monitor(settled),
+			Options.Policy(retrypolicy.Fixed(3, time.Second).WaitInBrokerFrom(time.Second)))
 	})
 	second.wait(t, 20*time.Second)
 	_ = consumer.Close()

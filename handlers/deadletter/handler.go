@@ -27,7 +27,7 @@ type handler struct {
 // worker in one) takes over: the outer one parks what does not decode, then
 // sets nothing else aside for a batch the inner one handled, so no message
 // is set aside twice.
-func New(connector messaging.Connector, inner messaging.Handler, options ...option) messaging.Handler {
+func New(connector messaging.Connector, inner messaging.Handler, options ...Option) messaging.Handler {
 	c := newConfig(options)
 	return &handler{inner: inner, config: c, publisher: newPublisher(connector, c), held: newHeldMemory()}
 }

@@ -31,8 +31,8 @@ func (f *HandlerFixture) Setup() {
 	f.monitor = &fakeMonitor{}
 }
 
-func (f *HandlerFixture) handler(options ...option) messaging.Handler {
-	return New(f.connector, f.inner, append([]option{
+func (f *HandlerFixture) handler(options ...Option) messaging.Handler {
+	return New(f.connector, f.inner, append([]Option{
 		Options.Monitor(f.monitor),
 	}, options...)...)
 }
@@ -114,15 +114,15 @@ func (f *HandlerFixture) TestFilteredIsNeitherHandledNorParked() {
 
 func (f *HandlerFixture) TestReasonWording() {
 	cases := []struct {
-		options []option
+		options []Option
 		value   any
 		reason  string
 	}{
-		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), "exhausted 3 attempts: boom"},
-		{[]option{Options.MaxAttempts(1)}, errors.New("boom"), "exhausted 1 attempt: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, errors.New("boom"), "exhausted 3 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(1, 0))}, errors.New("boom"), "exhausted 1 attempt: boom"},
 		{nil, errors.New("boom"), "the handler failed: boom"},
 		{nil, "plain text", "the handler failed: plain text"},
-		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad %d", 7), "the handler reported an unprocessable message: bad 7"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, messaging.Fatalf("bad %d", 7), "the handler reported an unprocessable message: bad 7"},
 		{nil, fmt.Errorf("wrapped: %w", messaging.Fatal(errors.New("bad"))), "the handler reported an unprocessable message: wrapped: bad"},
 	}
 	for _, c := range cases {
@@ -137,7 +137,7 @@ func (f *HandlerFixture) TestReasonWording() {
 
 func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
 	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
-	f.handler(Options.MaxAttempts(2)).Handle(context.Background(), delivery("a"))
+	f.handler(Options.Policy(retrypolicy.Fixed(2, 0))).Handle(context.Background(), delivery("a"))
 	f.So(len(f.inner.calls), should.Equal, 1)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 2 attempts: boom"})
 	f.So(f.monitor.events, should.Equal, []string{"q dead_lettered exhausted 2 attempts: boom"})
@@ -145,15 +145,15 @@ func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
 
 func (f *HandlerFixture) TestACopySetAsideAfterInProcessRetriesCarriesTheAttemptsTheReasonNames() {
 	cases := []struct {
-		options []option
+		options []Option
 		value   any
 		attempt int
 		reason  string
 	}{
-		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), 3, "exhausted 3 attempts: boom"},
-		{[]option{Options.Policy(retrypolicy.Fixed(4, time.Second))}, errors.New("boom"), 4, "exhausted 4 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, errors.New("boom"), 3, "exhausted 3 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(4, time.Second))}, errors.New("boom"), 4, "exhausted 4 attempts: boom"},
 		{nil, errors.New("boom"), 1, "the handler failed: boom"},
-		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad"), 1, "the handler reported an unprocessable message: bad"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, messaging.Fatalf("bad"), 1, "the handler reported an unprocessable message: bad"},
 	}
 	for _, c := range cases {
 		connector := &fakeConnector{}
@@ -167,7 +167,7 @@ func (f *HandlerFixture) TestACopySetAsideAfterInProcessRetriesCarriesTheAttempt
 	later := delivery("a")
 	later.Attempt = 5
 	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
-	f.handler(Options.MaxAttempts(3)).Handle(context.Background(), later)
+	f.handler(Options.Policy(retrypolicy.Fixed(3, 0))).Handle(context.Background(), later)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 5)
 }
 

@@ -128,7 +128,7 @@ func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, 
 		c.config.monitor.Settled(queue, ActionRungMissing, bounded(fmt.Sprintf("retry rung %s: %v", rung.Name, rungErr)))
 		threshold := c.config.policy.BrokerWaitThreshold()
 		if delay > threshold {
-			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",
+			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the policy's broker-wait threshold (%s, retrypolicy.Policy.WaitInBrokerFrom), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",
 				delay, delivery.MessageID, rungErr, threshold))
 		}
 		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung.Name, rungErr, delay),
@@ -156,7 +156,7 @@ func (c *call) inProgress(ctx context.Context, delivery messaging.Delivery, dela
 	dispatch := delivery.Redispatch(delivery.SourceQueue)
 	dispatch.Error = ""
 	delay = max(delay, 0)
-	return c.republishAfter(ctx, delivery, dispatch, delay, c.config.retryDelay == nil && c.config.policy.InBroker(delay), ActionInProgress)
+	return c.republishAfter(ctx, delivery, dispatch, delay, c.config.policy.InBroker(delay), ActionInProgress)
 }
 
 // afterWait waits in the process, then republishes.

@@ -36,13 +36,13 @@ func (f *OutcomesFixture) Setup() {
 }
 
 // handle runs one Handle whose inner handler applies outcome to each delivery.
-func (f *OutcomesFixture) handle(outcome func(ctx context.Context, d messaging.Delivery) error, options []option, deliveries ...messaging.Delivery) any {
+func (f *OutcomesFixture) handle(outcome func(ctx context.Context, d messaging.Delivery) error, options []Option, deliveries ...messaging.Delivery) any {
 	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		for _, m := range messages {
 			f.results = append(f.results, outcome(ctx, m.(messaging.Delivery)))
 		}
 	})
-	handler := New(f.connector, inner, append([]option{
+	handler := New(f.connector, inner, append([]Option{
 		Options.FullDelivery(true), Options.Monitor(f.monitor),
 	}, options...)...)
 	messages := make([]any, len(deliveries))
@@ -83,7 +83,7 @@ func (f *OutcomesFixture) TestParkWithoutAReason() {
 }
 
 func (f *OutcomesFixture) TestRetryWaitsInProcessAndAdvancesTheAttempt() {
-	options := []option{Options.RetryDelay(func(attempt int) time.Duration { return time.Duration(attempt) * time.Second })}
+	options := []Option{Options.Policy(retrypolicy.Exponential(5, time.Second, time.Minute).WithJitter(0))}
 	second := delivery("a")
 	second.Attempt = 2
 	second.Error = "stale"
@@ -113,7 +113,7 @@ func (f *OutcomesFixture) TestRetryWithTheBudgetSpentDeadLetters() {
 	spent.Attempt = 3
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("still down"))
-	}, []option{Options.MaxAttempts(3)}, spent)
+	}, []Option{Options.Policy(retrypolicy.Fixed(3, 0))}, spent)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 3 attempts: still down"})
 }
 
@@ -126,7 +126,7 @@ func (f *OutcomesFixture) TestRetryOfAFatalErrorDeadLettersAtOnce() {
 
 func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 	f.connector.declarer = true
-	options := []option{Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute })}
+	options := []Option{Options.Policy(retrypolicy.Fixed(5, 2*time.Minute))}
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"), delivery("bb"))
@@ -140,9 +140,8 @@ func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 }
 
 func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess() {
-	options := []option{
-		Options.RetryDelay(func(int) time.Duration { return time.Minute }),
-		Options.BrokerWaitThreshold(time.Minute),
+	options := []Option{
+		Options.Policy(retrypolicy.Fixed(5, time.Minute).WaitInBrokerFrom(time.Minute)),
 	}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
@@ -153,13 +152,13 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess
 }
 
 func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInsteadOfHoldingTheSlot() {
-	options := []option{Options.RetryDelay(func(int) time.Duration { return time.Minute })} // threshold 30 s
+	options := []Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))} // threshold 30 s
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.NotBeNil)
 	f.So(f.results[0], should.NotBeNil)
-	f.So(f.results[0].Error(), should.ContainSubstring, "BrokerWaitThreshold")
+	f.So(f.results[0].Error(), should.ContainSubstring, "WaitInBrokerFrom")
 	f.So(errors.Is(f.results[0], errNoDeclarer), should.BeTrue)
 	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.dispatches(), should.BeEmpty)
@@ -170,7 +169,7 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInstea
 func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
 	f.connector.declarer = true
 	f.connector.declareErr = errors.New("access refused")
-	options := []option{Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute })}
+	options := []Option{Options.Policy(retrypolicy.Fixed(5, 2*time.Minute))}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
@@ -183,7 +182,7 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
 func (f *OutcomesFixture) TestAFailedRungDeclarationAtTheThresholdWaitsInProcess() {
 	f.connector.declarer = true
 	f.connector.declareErr = errors.New("access refused")
-	options := []option{Options.RetryDelay(func(int) time.Duration { return 30 * time.Second })}
+	options := []Option{Options.Policy(retrypolicy.Fixed(5, 30*time.Second))}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
@@ -194,9 +193,8 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationAtTheThresholdWaitsInProcess
 
 func (f *OutcomesFixture) TestAWaitBelowTheThresholdStaysInProcess() {
 	f.connector.declarer = true
-	options := []option{
-		Options.RetryDelay(func(int) time.Duration { return 59 * time.Second }),
-		Options.BrokerWaitThreshold(time.Minute),
+	options := []Option{
+		Options.Policy(retrypolicy.Fixed(5, 59*time.Second).WaitInBrokerFrom(time.Minute)),
 	}
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) }, options, delivery("a"))
 	f.So(f.waited, should.Equal, 59*time.Second)
@@ -206,7 +204,7 @@ func (f *OutcomesFixture) TestAWaitBelowTheThresholdStaysInProcess() {
 func (f *OutcomesFixture) TestInProgressKeepsTheAttempt() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return InProgress(ctx, d, 3*time.Second)
-	}, []option{Options.MaxAttempts(1)}, delivery("a"))
+	}, []Option{Options.Policy(retrypolicy.Fixed(1, 0))}, delivery("a"))
 	f.So(f.waited, should.Equal, 3*time.Second)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 1)
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q")
@@ -217,7 +215,7 @@ func (f *OutcomesFixture) TestALongInProgressIsHeldByTheBrokerNotByAWorker() {
 	f.connector.declarer = true
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return InProgress(ctx, d, 10*time.Minute)
-	}, []option{Options.MaxAttempts(1)}, delivery("a"))
+	}, []Option{Options.Policy(retrypolicy.Fixed(1, 0))}, delivery("a"))
 	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.10m 10m0s"})
 	f.So(f.connector.dispatches()[0].RoutingKey, should.Equal, "q.retry.10m")
@@ -284,7 +282,7 @@ func (f *OutcomesFixture) TestOutsideTheDecoratorTheOutcomesFail() {
 	f.So(err.Error(), should.ContainSubstring, "deadletter.New")
 }
 
-func (f *OutcomesFixture) retryOnce(options ...option) {
+func (f *OutcomesFixture) retryOnce(options ...Option) {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
@@ -292,8 +290,8 @@ func (f *OutcomesFixture) retryOnce(options ...option) {
 
 func (f *OutcomesFixture) TestTwoDelaysNeverShareARungNameWithDifferentTTLs() {
 	f.connector.declarer = true
-	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 30 * time.Second }))
-	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 30500 * time.Millisecond }))
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(5, 30*time.Second)))
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(5, 30500*time.Millisecond)))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.30s 30s", "q q.retry.31s 31s"})
 	f.So(f.connector.targets(), should.Equal, []string{"q.retry.30s a: ", "q.retry.31s a: "})
 	f.So(f.waited, should.Equal, time.Duration(0))
@@ -305,7 +303,7 @@ func (f *OutcomesFixture) TestABrokerWaitIsHeldByTheRungOfThePolicysLadder() {
 	third.Attempt = 3 // Exponential(6, 10s, 5m): the wait after attempt 3 is 40 s
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return Retry(ctx, d, errors.New("later"))
-	}, []option{Options.Policy(retrypolicy.Exponential(6, 10*time.Second, 5*time.Minute))}, third)
+	}, []Option{Options.Policy(retrypolicy.Exponential(6, 10*time.Second, 5*time.Minute))}, third)
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.40s 40s"}) // never jittered
 	f.So(f.connector.targets(), should.Equal, []string{"q.retry.40s a: "})
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 4)
@@ -323,7 +321,7 @@ func (f *OutcomesFixture) TestAFractionalPolicyWaitIsHeldByTheRungOfItsWholeSeco
 
 func (f *OutcomesFixture) TestAThresholdOfZeroNeverHoldsAWaitInTheBroker() {
 	f.connector.declarer = true
-	f.retryOnce(Options.RetryDelay(func(int) time.Duration { return 2 * time.Minute }), Options.BrokerWaitThreshold(0))
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(5, 2*time.Minute).WaitInBrokerFrom(0)))
 	f.So(f.connector.declared, should.BeEmpty)
 	f.So(f.waited, should.Equal, 2*time.Minute)
 	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
@@ -337,9 +335,9 @@ func (f *OutcomesFixture) TestAPolicyThatWaitsInTheBrokerFromZeroNeverDoes() {
 	f.So(f.connector.targets(), should.Equal, []string{"q a: "})
 }
 
-func (f *OutcomesFixture) TestTheThresholdOptionOverridesThePolicys() {
+func (f *OutcomesFixture) TestThePolicysThresholdSendsAShortWaitToTheBroker() {
 	f.connector.declarer = true
-	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Second).WithJitter(0)), Options.BrokerWaitThreshold(time.Second))
+	f.retryOnce(Options.Policy(retrypolicy.Fixed(3, 2*time.Second).WaitInBrokerFrom(time.Second)))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2s 2s"})
 	f.So(f.waited, should.Equal, time.Duration(0))
 }
@@ -347,7 +345,7 @@ func (f *OutcomesFixture) TestTheThresholdOptionOverridesThePolicys() {
 // handleRerun runs one Handle whose inner handler is re-run, as an inner retry
 // decorator would: the first run applies outcome to each delivery and then
 // panics for another reason; the second applies it again and returns.
-func (f *OutcomesFixture) handleRerun(outcome func(ctx context.Context, d messaging.Delivery) error, options []option, deliveries ...messaging.Delivery) any {
+func (f *OutcomesFixture) handleRerun(outcome func(ctx context.Context, d messaging.Delivery) error, options []Option, deliveries ...messaging.Delivery) any {
 	runs := 0
 	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		runs++
@@ -358,7 +356,7 @@ func (f *OutcomesFixture) handleRerun(outcome func(ctx context.Context, d messag
 			panic(errors.New("the database went away"))
 		}
 	})
-	handler := New(f.connector, rerun(3, inner), append([]option{
+	handler := New(f.connector, rerun(3, inner), append([]Option{
 		Options.FullDelivery(true), Options.Monitor(f.monitor),
 	}, options...)...)
 	messages := make([]any, len(deliveries))
@@ -372,7 +370,7 @@ func (f *OutcomesFixture) TestAnOutcomeRepeatedByAnInnerRetryPublishesOnce() {
 	cases := []struct {
 		name     string
 		declarer bool
-		options  []option
+		options  []Option
 		outcome  func(ctx context.Context, d messaging.Delivery) error
 		target   string
 		event    string
@@ -383,7 +381,7 @@ func (f *OutcomesFixture) TestAnOutcomeRepeatedByAnInnerRetryPublishesOnce() {
 			"q.parked", "q parked the handler parked it: later"},
 		{"retry", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
 			"q", "q retried "},
-		{"retry through a rung", true, []option{Options.RetryDelay(func(int) time.Duration { return time.Minute })},
+		{"retry through a rung", true, []Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))},
 			func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
 			"q.retry.1m", "q retried "},
 		{"retry of a fatal error", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, messaging.Fatalf("bad")) },
@@ -440,7 +438,7 @@ func (f *OutcomesFixture) TestSetAsideCopiesDropThePerMessageTTLWhileRepublishes
 	}
 	f.connector.declarer = true // a rung republish keeps it too
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) },
-		[]option{Options.RetryDelay(func(int) time.Duration { return time.Minute })}, expiring)
+		[]Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))}, expiring)
 	var got []string
 	for _, d := range f.connector.dispatches() {
 		got = append(got, fmt.Sprintf("%s %s", d.RoutingKey, d.Expiration))

@@ -20,7 +20,7 @@ func (f *OutcomesFixture) TestRetryWithoutAStatedBudgetGivesUpAfterTheDefaultFiv
 }
 
 func (f *OutcomesFixture) TestAPolicyStatesRetrysBudgetAndWaits() {
-	policy := []option{Options.Policy(retrypolicy.Fixed(3, 7*time.Second).WaitInBrokerFrom(0))}
+	policy := []Option{Options.Policy(retrypolicy.Fixed(3, 7*time.Second).WaitInBrokerFrom(0))}
 	second := delivery("a")
 	second.Attempt = 2
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("later")) }, policy, second)
@@ -34,7 +34,7 @@ func (f *OutcomesFixture) TestAPolicyStatesRetrysBudgetAndWaits() {
 }
 
 func (f *OutcomesFixture) TestAPolicyWithAMaximumAgeDeadLettersAnOldMessage() {
-	policy := []option{Options.Policy(retrypolicy.Fixed(10, time.Second).GiveUpAfter(time.Hour))}
+	policy := []Option{Options.Policy(retrypolicy.Fixed(10, time.Second).GiveUpAfter(time.Hour))}
 	old := delivery("a")
 	old.FirstSeen = bubbleEpoch.Add(-2 * time.Hour) // the handler runs in a synctest bubble
 	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("slow")) }, policy, old)

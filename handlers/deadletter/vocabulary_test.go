@@ -10,6 +10,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 func TestVocabularyFixture(t *testing.T) {
@@ -43,7 +44,7 @@ func (f *VocabularyFixture) Setup() {
 
 // handle runs the batch; the handler applies verb to the fourth message,
 // and a decorator around it records what was decided for each.
-func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.Delivery) error, options ...option) any {
+func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.Delivery) error, options ...Option) any {
 	handler := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		envelopes := messaging.DeliveriesFrom(ctx)
 		for i, message := range messages {
@@ -63,7 +64,7 @@ func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.De
 		})
 	}
 	settlement := func(next messaging.Handler) messaging.Handler {
-		return New(f.connector, next, append([]option{Options.Monitor(f.monitor)}, options...)...)
+		return New(f.connector, next, append([]Option{Options.Monitor(f.monitor)}, options...)...)
 	}
 	stack := messaging.Chain(settlement, reader)(handler)
 	messages := make([]any, len(f.batch))
@@ -118,7 +119,7 @@ func (f *VocabularyFixture) TestRetry() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return messaging.Retry(ctx, d, errors.New("busy"))
 	},
-		Options.RetryDelay(func(int) time.Duration { return time.Second }))
+		Options.Policy(retrypolicy.Fixed(5, time.Second)))
 	dispatches := f.connector.dispatches()
 	f.So(len(dispatches), should.Equal, 1)
 	f.So(dispatches[0].RoutingKey, should.Equal, "q")
@@ -185,7 +186,7 @@ func (f *VocabularyFixture) TestARetryableDecodeErrorIsRetriedAndAFatalOneParked
 func (f *VocabularyFixture) TestARetryableDecodeErrorWithItsBudgetSpentIsDeadLettered() {
 	f.batch[3].Undecodable = messaging.Retryable(errors.New("schema registry timed out"))
 	f.batch[3].Attempt = 3
-	f.handle(func(context.Context, messaging.Delivery) error { return nil }, Options.MaxAttempts(3))
+	f.handle(func(context.Context, messaging.Delivery) error { return nil }, Options.Policy(retrypolicy.Fixed(3, 0)))
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq m3: exhausted 3 attempts: schema registry timed out"})
 }
 

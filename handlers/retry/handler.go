@@ -27,13 +27,13 @@ import (
 
 type handler struct {
 	inner  messaging.Handler
-	config configuration
+	config config
 }
 
 // New returns a Handler that calls inner and, when it panics, logs the panic,
-// waits (exponential backoff with jitter, see Options) and calls it again with the
-// same batch. It gives up, re-panicking with the last panic value, after
-// MaxAttempts, at once when the value is an error marked with messaging.Fatal,
+// waits (the policy's wait, see Options.Policy) and calls it again with the
+// same batch. It gives up, re-panicking with the last panic value, after the
+// policy's attempts, at once when the value is an error marked with messaging.Fatal,
 // and when ctx ends while waiting (then with an error wrapping ctx.Err() and the
 // last failure). The handler is never run again once ctx has ended.
 //
@@ -45,11 +45,11 @@ type handler struct {
 // Only cancellation of ctx ends such a wait early.
 //
 // The budget is finite whatever the options say: retrypolicy.Default (five
-// attempts, about 15 s of waits) unless Options.Policy or Options.MaxAttempts
-// states another. A policy with out-of-range inputs (retrypolicy.Policy.Err)
-// is used as the policy corrected them, and New logs an ERROR naming them.
-func New(inner messaging.Handler, options ...option) messaging.Handler {
-	config := newConfiguration(options)
+// attempts, about 15 s of waits) unless Options.Policy states another. A
+// policy with out-of-range inputs (retrypolicy.Policy.Err) is used as the
+// policy corrected them, and New logs an ERROR naming them.
+func New(inner messaging.Handler, options ...Option) messaging.Handler {
+	config := newConfig(options)
 	if err := config.policy.Err(); err != nil {
 		config.logger.Error(fmt.Sprintf("Retry policy [%s] has invalid inputs [%v]; using them as corrected.", config.policy, err),
 			slog.String("policy", config.policy.String()), slog.Any("error", err))
@@ -86,8 +86,8 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.log(ctx, "Handler failed with a fatal error; not retrying.", attempt, value, stack, 0)
 			panic(value)
 		}
-		if attempt >= h.config.maxAttempts {
-			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.maxAttempts), attempt, value, stack, 0)
+		if attempt >= h.config.policy.MaxAttempts() {
+			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.policy.MaxAttempts()), attempt, value, stack, 0)
 			panic(value)
 		}
 		var delay time.Duration
