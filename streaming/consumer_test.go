@@ -67,8 +67,8 @@ func (f *ConsumerFixture) tearDown() {
 	}
 }
 
-func (f *ConsumerFixture) listen(options ...subscriptionOption) {
-	f.listenAll(NewSubscription("q", append([]subscriptionOption{
+func (f *ConsumerFixture) listen(options ...SubscriptionOption) {
+	f.listenAll(NewSubscription("q", append([]SubscriptionOption{
 		SubscriptionOptions.AddWorkers(f.handler),
 	}, options...)...))
 }

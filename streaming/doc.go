@@ -17,9 +17,11 @@
 // # Failure and settlement
 //
 // A handler fails by panicking. The runtime settles by itself, whatever the
-// stack: it wraps every worker in a handlers/deadletter decorator that
-// republishes through the connector it consumes from. So, with no settlement
-// decorator of the user's own:
+// stack: it wraps every worker in a handlers/deadletter decorator, the one
+// settlement layer, configured by SubscriptionOptions.Settlement (the
+// options deadletter.New takes: Policy, Monitor, RefuseRetry, ...) and
+// publishing through one batch.Writer over the connector the consumer reads
+// from, shared by every subscription. So, with no option at all:
 //
 //   - a delivery that did not decode (Delivery.Undecodable set, not
 //     messaging.ErrFiltered) is parked in {queue}.parked before any handler
@@ -30,12 +32,14 @@
 //     that still fail are dead-lettered to {queue}.dlq, so their neighbours
 //     are handled once and acknowledged.
 //
-// SubscriptionOptions.RetryPolicy tells this settlement the budget, so the
-// reason of a dead-lettered message counts the attempts. A settlement
-// decorator of the user's own anywhere inside takes over for each batch it
-// handles (the runtime's then sets nothing aside for it), so no message is
-// set aside twice. A delivery whose Undecodable error wraps
-// messaging.ErrFiltered is acknowledged without being handed to a handler.
+// Settlement(deadletter.Options.Policy(p)) tells it the budget, so the
+// reason of a dead-lettered message counts the attempts; give it the value
+// retry.Options.Policy is given. State the settlement on the subscription
+// and wrap no settlement of your own around a worker: one there still takes
+// over for each batch it handles (the runtime's then sets nothing aside for
+// it), so no message is set aside twice. A delivery whose Undecodable error
+// wraps messaging.ErrFiltered is acknowledged without being handed to a
+// handler.
 //
 // A panic that still escapes (a republish that failed, a failure marked as an
 // outage) is not recovered into an acknowledgement: the runtime logs it at

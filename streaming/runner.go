@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/handlers/deadletter"
 	"github.com/warrenmq/messaging/internal/wait"
 )
@@ -42,7 +43,7 @@ func (r *runner) firstOpen(err error) {
 	r.openedOnce.Do(func() { r.startup.report(err) })
 }
 
-func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context, startup *startup) *runner {
+func newRunner(connector messaging.Connector, writer *batch.Writer, subscription *Subscription, cfg config, soft context.Context, startup *startup) *runner {
 	return &runner{
 		connector:    connector,
 		subscription: subscription,
@@ -50,8 +51,8 @@ func newRunner(connector messaging.Connector, subscription *Subscription, cfg co
 		monitor:      cfg.monitor,
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
-		workers:      settled(connector, subscription, cfg),
-		settlement:   settlementOptions(subscription, cfg),
+		workers:      settled(connector, writer, subscription, cfg),
+		settlement:   settlementOptions(writer, subscription, cfg),
 		startup:      startup,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/smarty/assertions/should"
@@ -146,5 +147,74 @@ func (f *ConsumerFixture) TestARefusedRetryIsParkedByTheRuntime() {
 
 		eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
 		f.So(f.connector.publishedTo(), should.Equal, []string{"q.parked 1: this consumer does not retry (a stream): busy"})
+	})
+}
+
+// settlementEvents records the runtime's settlement's callbacks.
+type settlementEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (m *settlementEvents) Settled(queue, action, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, queue+" "+action+" "+reason)
+}
+
+func (m *settlementEvents) list() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.events...)
+}
+
+func (f *ConsumerFixture) TestTheSubscriptionsSettlementOptionsConfigureTheRuntimesSettlement() {
+	f.inBubble(func() {
+		f.connector.writable = true
+		f.handler = &fakeHandler{panicOn: poisonFour}
+		f.stream.push(delivery("4"))
+		settled := &settlementEvents{}
+		f.listen(SubscriptionOptions.Settlement(
+			deadletter.Options.Policy(retrypolicy.Fixed(4, time.Second)),
+			deadletter.Options.Monitor(settled)))
+
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+		f.So(f.connector.publishedTo(), should.Equal, []string{"q.dlq 4: exhausted 4 attempts: boom"})
+		f.So(settled.list(), should.Equal, []string{"q dead_lettered exhausted 4 attempts: boom"})
+	})
+}
+
+func (f *ConsumerFixture) TestEverySubscriptionsSettlementPublishesThroughOneConnection() {
+	f.inBubble(func() {
+		f.connector.writable = true
+		streams := map[string]*fakeStream{"a": newFakeStream(), "b": newFakeStream()}
+		f.connector.streamFor = func(queue string) (*fakeStream, error) { return streams[queue], nil }
+		poisoned := &fakeHandler{panicOn: func([]any) any { return errors.New("boom") }}
+		f.listenAll(
+			NewSubscription("a", SubscriptionOptions.AddWorkers(poisoned, poisoned)),
+			NewSubscription("b", SubscriptionOptions.AddWorkers(poisoned)),
+		)
+		for queue, stream := range streams {
+			for i := range 3 {
+				d := delivery(fmt.Sprint(queue, i))
+				d.SourceQueue = queue
+				stream.push(d)
+			}
+		}
+
+		eventually(f.T(), func() bool { return acknowledged(streams["a"]) == 3 && acknowledged(streams["b"]) == 3 })
+		f.So(f.connector.publishedTo(), should.HaveLength, 6)
+		f.So(f.connector.connectionCount(), should.Equal, 3) // a stream each, and the settlement's one
+	})
+}
+
+func (f *ConsumerFixture) TestTheSubscriptionDecidesWhatItsHandlersReceive() {
+	f.inBubble(func() {
+		f.handler = &fakeHandler{}
+		f.stream.push(delivery("1"))
+		f.listen(SubscriptionOptions.Settlement(deadletter.Options.FullDelivery(true)))
+
+		eventually(f.T(), func() bool { return acknowledged(f.stream) == 1 })
+		f.So(f.handler.handled(), should.Equal, [][]any{{"1"}})
 	})
 }

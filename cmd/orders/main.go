@@ -245,7 +245,8 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	)
 
 	// 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
-	//    messages commit together), retry around it, settlement outermost.
+	//    messages commit together) and retry around it; the settlement around
+	//    them is the consumer's, stated with each subscription.
 	//    The retry budget is stated once: five attempts, 100 ms doubling to 2 s.
 	//    Shipping is guarded by an idempotency claim written in the same
 	//    transaction: a redelivered order (a lost acknowledgement) is a
@@ -256,29 +257,26 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 		return err
 	}
 	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(metrics.Idempotency()))
-	shipper := deadletter.New(transport,
-		tracing.handler(retry.New(
-			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
-				return once(&shipOrders{tx: state.Tx, writer: state.Writer})
-			}, transactional.Options.Monitor(metrics.Transactional())),
-			retry.Options.Policy(budget),
-			retry.Options.Monitor(metrics.Retry()),
-			retry.Options.Logger(logger),
-		)),
+	shipper := tracing.handler(retry.New(
+		transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
+			return once(&shipOrders{tx: state.Tx, writer: state.Writer})
+		}, transactional.Options.Monitor(metrics.Transactional())),
+		retry.Options.Policy(budget),
+		retry.Options.Monitor(metrics.Retry()),
+		retry.Options.Logger(logger),
+	))
+	recorder := tracing.handler(retry.New(
+		sqltx.New(db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
+			sqltx.Options.Monitor(metrics.Transactional())),
+		retry.Options.Policy(budget),
+		retry.Options.Logger(logger),
+	))
+	// Settlement is the runtime's, stated once per subscription below: what
+	// does not decode is parked, what still fails once retry gave up is
+	// dead-lettered, with the same budget, and nothing is set aside twice.
+	settlement := streaming.SubscriptionOptions.Settlement(
 		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(metrics.Settlement()),
-		deadletter.Options.Logger(logger),
-	)
-	recorder := deadletter.New(transport,
-		tracing.handler(retry.New(
-			sqltx.New(db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
-				sqltx.Options.Monitor(metrics.Transactional())),
-			retry.Options.Policy(budget),
-			retry.Options.Logger(logger),
-		)),
-		deadletter.Options.Policy(budget),
-		deadletter.Options.Monitor(metrics.Settlement()),
-		deadletter.Options.Logger(logger),
 	)
 
 	// 5. The consumer reads decoded deliveries and feeds the handlers.
@@ -288,6 +286,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 				streaming.SubscriptionOptions.Topics(placedTopic),
 				streaming.SubscriptionOptions.StreamReplication(s.quorum),
 				streaming.SubscriptionOptions.AddWorkers(shipper, shipper),
+				settlement,
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
@@ -296,6 +295,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 				streaming.SubscriptionOptions.Topics(shippedTopic),
 				streaming.SubscriptionOptions.StreamReplication(s.quorum),
 				streaming.SubscriptionOptions.AddWorkers(recorder),
+				settlement,
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),

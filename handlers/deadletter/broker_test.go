@@ -319,7 +319,7 @@ func TestBrokerRetryRepublishesWithTheAttemptAdvanced(t *testing.T) {
 				attempts[d.MessageID] = append(attempts[d.MessageID], d.Attempt)
 				mu.Unlock()
 				if d.Attempt == 1 {
-					if err := Retry(ctx, d, errors.New("not yet")); err != nil {
+					if err := messaging.Retry(ctx, d, errors.New("not yet")); err != nil {
 						panic(err)
 					}
 					continue

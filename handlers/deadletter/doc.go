@@ -61,8 +61,10 @@
 // The retry budget is one retrypolicy.Policy value (Options.Policy), the same
 // given to retry.Options.Policy; Retry without one gives up after
 // retrypolicy.Default's five attempts. The streaming runtime wraps every
-// worker in a decorator of this package; one of the user's own inside it
-// takes over for each batch it handles, so nothing is set aside twice.
+// worker in a decorator of this package, configured with these options by
+// streaming.SubscriptionOptions.Settlement: that is where a service states
+// its settlement. One of the user's own inside it takes over for each batch
+// it handles, so nothing is set aside twice.
 //
 // The connector must be a transport (raw or serialization's; not the outbox):
 // the decorator publishes through a batch.Writer over it, which connects

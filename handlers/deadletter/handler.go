@@ -292,14 +292,6 @@ func (c *call) delegated() bool {
 	return c.innerSettled
 }
 
-func callFrom(ctx context.Context) (*call, error) {
-	c, _ := messaging.SettlerFrom(ctx).(*call)
-	if c == nil {
-		return nil, errors.New("deadletter: no settlement decorator in this context; wrap the subscription's handler with deadletter.New and pass the context Handle received")
-	}
-	return c, nil
-}
-
 func (c *call) isSettled(delivery messaging.Delivery) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

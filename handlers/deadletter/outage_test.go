@@ -112,7 +112,7 @@ func (f *HandlerFixture) TestAFailureDuringCancellationIsNotSetAsideNorHeld() {
 func (f *HandlerFixture) TestARetryForAnOutageSpendsNoAttemptAndIsNeverDeadLettered() {
 	f.inner.action = func(ctx context.Context, messages []any) {
 		for _, m := range messages {
-			if err := Retry(ctx, m.(messaging.Delivery), refused); err != nil {
+			if err := messaging.Retry(ctx, m.(messaging.Delivery), refused); err != nil {
 				panic(err)
 			}
 		}

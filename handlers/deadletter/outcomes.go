@@ -12,68 +12,45 @@ import (
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
-// The per-message outcomes below are for an inner handler given full
-// deliveries (Options.FullDelivery(true)). Each republishes the delivery and
-// returns nil once the broker confirmed and routed the copy; the delivery is
-// then acknowledged with its batch when Handle returns. On error the delivery
-// must not be acknowledged: the caller may panic, or simply return, because
-// the decorator notices the failure and panics for it after the inner handler
-// returns, so the broker redelivers the batch. ctx must be (derived from) the
-// context the decorator passed to the inner handler.
+// The settlement of single deliveries: the root verbs (messaging.Accept,
+// Reject, Park, Retry, InProgress) land in Settle below, through the
+// messaging.Settler the decorator puts in the context it hands on. Each
+// republishes the delivery and returns nil once the broker confirmed and
+// routed the copy; the delivery is then acknowledged with its batch when
+// Handle returns. On error the delivery must not be acknowledged: the caller
+// may panic, or simply return, because the decorator notices the failure and
+// panics for it after the inner handler returns, so the broker redelivers
+// the batch.
 //
 // A delivery is settled at most once per Handle: when an inner retry
 // decorator re-runs the batch and the handler settles the same delivery
-// again, the outcome returns nil without publishing another copy.
-
-// Reject dead-letters delivery to {queue}.dlq with the reason
-// "the handler rejected it: <err>".
+// again, the verb returns nil without publishing another copy.
 //
-// It is messaging.Reject, kept for callers of this package.
-func Reject(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Reject(ctx, delivery, err)
-}
-
-// Park sets delivery aside in {queue}.parked with the reason
-// "the handler parked it: <err>".
+// Reject dead-letters to {queue}.dlq with the reason "the handler rejected
+// it: <err>"; Park sets aside in {queue}.parked ("the handler parked it:
+// <err>").
 //
-// It is messaging.Park, kept for callers of this package.
-func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Park(ctx, delivery, err)
-}
-
-// Retry republishes delivery to its queue with x-acemq-attempt advanced, after
-// the wait the policy (or Options.RetryDelay) gives for its attempt. A wait
-// the policy holds in the broker (retrypolicy.Policy.InBroker: at or above
-// the broker-wait threshold, never when it is zero) is held by the rung of
-// the policy's ladder, {queue}.retry.{d}, when the transport's connection
-// implements Declarer. When it does not,
-// or the rung cannot be declared or reached, the wait is held here only if it
-// is no longer than the threshold; a longer wait is not held in the process
-// (that would keep a prefetch slot for minutes): Retry returns an error, the
-// decorator panics and the broker redelivers the delivery. An error marked
-// messaging.Fatal dead-letters at once ("the handler reported an
-// unprocessable message: <err>"), and so does a delivery whose attempt has
-// reached the budget ("exhausted N attempts: <err>": Options.MaxAttempts,
-// else the Options.Policy's, else retrypolicy.Default's five) or, with a
-// policy that sets GiveUpAfter, whose age exceeds it. An error for
-// which messaging.IsOutage is true (a dependency's failure) spends no attempt
-// and is never dead-lettered: the copy keeps the delivery's attempt.
+// Retry republishes the delivery to its queue with x-acemq-attempt advanced,
+// after the wait the policy gives for its attempt. A wait the policy holds in
+// the broker (retrypolicy.Policy.InBroker: at or above its broker-wait
+// threshold, never when that is zero) is held by the rung of the policy's
+// ladder, {queue}.retry.{d}, when the connection implements Declarer. When it
+// does not, or the rung cannot be declared or reached, the wait is held here
+// only if it is no longer than the threshold; a longer wait is not held in
+// the process (that would keep a prefetch slot for minutes): Retry returns an
+// error, the decorator panics and the broker redelivers the delivery. An
+// error marked messaging.Fatal dead-letters at once ("the handler reported
+// an unprocessable message: <err>"), and so does a delivery whose attempt has
+// reached the policy's budget ("exhausted N attempts: <err>") or, with a
+// policy that sets GiveUpAfter, whose age exceeds it. An error for which
+// messaging.IsOutage is true (a dependency's failure) spends no attempt and
+// is never dead-lettered: the copy keeps the delivery's attempt.
 //
-// Calling an outcome again for a delivery already settled in this Handle (an
-// inner retry decorator re-running the batch) returns nil and publishes
-// nothing. It is messaging.Retry, kept for callers of this package.
-func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Retry(ctx, delivery, err)
-}
+// InProgress republishes the delivery to its queue after a delay, with the
+// attempt unchanged; the policy's attempts and age are not consulted (it is
+// never dead-lettered for it). A delay up to the broker-wait threshold is
+// held here, bounded by the context; a longer one is held by the broker in a
+// retry rung, as a retry wait is, so no worker sleeps for minutes.
 
 // retry is Retry's work.
 func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error) error {
@@ -135,20 +112,6 @@ func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, 
 			slog.String("queue", queue), slog.String("rung", rung.Name), slog.Duration("delay", delay), slog.Any("error", rungErr))
 	}
 	return c.afterWait(ctx, delivery, dispatch, delay, action)
-}
-
-// InProgress republishes delivery to its queue after delay, with the attempt
-// unchanged; the retry policy's attempts and age are not consulted (the seed:
-// never dead-lettered for it). A delay up to the broker-wait threshold is held
-// here, bounded by ctx; a longer one is held by the broker in a retry rung, as
-// a retry wait is, so no worker sleeps for minutes.
-//
-// It is messaging.InProgress, kept for callers of this package.
-func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.InProgress(ctx, delivery, delay)
 }
 
 // inProgress is InProgress's work.

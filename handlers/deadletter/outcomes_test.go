@@ -68,7 +68,7 @@ func (f *OutcomesFixture) run(handler messaging.Handler, messages []any) (value 
 
 func (f *OutcomesFixture) TestReject() {
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Reject(ctx, d, errors.New("nope"))
+		return messaging.Reject(ctx, d, errors.New("nope"))
 	}, nil, delivery("a"))
 	f.So(value, should.BeNil)
 	f.So(f.results, should.Equal, []error{nil})
@@ -77,7 +77,7 @@ func (f *OutcomesFixture) TestReject() {
 }
 
 func (f *OutcomesFixture) TestParkWithoutAReason() {
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Park(ctx, d, nil) }, nil, delivery("a"))
+	f.handle(func(ctx context.Context, d messaging.Delivery) error { return messaging.Park(ctx, d, nil) }, nil, delivery("a"))
 	f.So(f.connector.targets(), should.Equal, []string{"q.parked a: no reason given"})
 	f.So(f.monitor.events, should.Equal, []string{"q parked no reason given"})
 }
@@ -88,7 +88,7 @@ func (f *OutcomesFixture) TestRetryWaitsInProcessAndAdvancesTheAttempt() {
 	second.Attempt = 2
 	second.Error = "stale"
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, second)
 	f.So(f.waited, should.Equal, 2*time.Second)
 	dispatches := f.connector.dispatches()
@@ -103,7 +103,7 @@ func (f *OutcomesFixture) TestRetryWaitsInProcessAndAdvancesTheAttempt() {
 func (f *OutcomesFixture) TestRetryTreatsAMissingAttemptAsTheFirst() {
 	first := delivery("a")
 	first.Attempt = 0
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) }, nil, first)
+	f.handle(func(ctx context.Context, d messaging.Delivery) error { return messaging.Retry(ctx, d, nil) }, nil, first)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 2)
 	f.So(f.waited, should.Equal, time.Duration(0))
 }
@@ -112,14 +112,14 @@ func (f *OutcomesFixture) TestRetryWithTheBudgetSpentDeadLetters() {
 	spent := delivery("a")
 	spent.Attempt = 3
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("still down"))
+		return messaging.Retry(ctx, d, errors.New("still down"))
 	}, []Option{Options.Policy(retrypolicy.Fixed(3, 0))}, spent)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 3 attempts: still down"})
 }
 
 func (f *OutcomesFixture) TestRetryOfAFatalErrorDeadLettersAtOnce() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, messaging.Fatalf("schema %d unknown", 9))
+		return messaging.Retry(ctx, d, messaging.Fatalf("schema %d unknown", 9))
 	}, nil, delivery("a"))
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler reported an unprocessable message: schema 9 unknown"})
 }
@@ -128,7 +128,7 @@ func (f *OutcomesFixture) TestALongRetryWaitGoesThroughABrokerRung() {
 	f.connector.declarer = true
 	options := []Option{Options.Policy(retrypolicy.Fixed(5, 2*time.Minute))}
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"), delivery("bb"))
 	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.2m 2m0s"}) // once per connection
@@ -144,7 +144,7 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess
 		Options.Policy(retrypolicy.Fixed(5, time.Minute).WaitInBrokerFrom(time.Minute)),
 	}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.BeNil)
 	f.So(f.waited, should.Equal, time.Minute)
@@ -154,7 +154,7 @@ func (f *OutcomesFixture) TestWithoutADeclarerAWaitAtTheThresholdIsHeldInProcess
 func (f *OutcomesFixture) TestWithoutADeclarerAWaitBeyondTheThresholdFailsInsteadOfHoldingTheSlot() {
 	options := []Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))} // threshold 30 s
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.NotBeNil)
 	f.So(f.results[0], should.NotBeNil)
@@ -171,7 +171,7 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationBeyondTheThresholdFails() {
 	f.connector.declareErr = errors.New("access refused")
 	options := []Option{Options.Policy(retrypolicy.Fixed(5, 2*time.Minute))}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.NotBeNil)
 	f.So(errors.Is(f.results[0], f.connector.declareErr), should.BeTrue)
@@ -184,7 +184,7 @@ func (f *OutcomesFixture) TestAFailedRungDeclarationAtTheThresholdWaitsInProcess
 	f.connector.declareErr = errors.New("access refused")
 	options := []Option{Options.Policy(retrypolicy.Fixed(5, 30*time.Second))}
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 	f.So(value, should.BeNil)
 	f.So(f.waited, should.Equal, 30*time.Second)
@@ -196,14 +196,14 @@ func (f *OutcomesFixture) TestAWaitBelowTheThresholdStaysInProcess() {
 	options := []Option{
 		Options.Policy(retrypolicy.Fixed(5, 59*time.Second).WaitInBrokerFrom(time.Minute)),
 	}
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) }, options, delivery("a"))
+	f.handle(func(ctx context.Context, d messaging.Delivery) error { return messaging.Retry(ctx, d, nil) }, options, delivery("a"))
 	f.So(f.waited, should.Equal, 59*time.Second)
 	f.So(f.connector.declared, should.BeEmpty)
 }
 
 func (f *OutcomesFixture) TestInProgressKeepsTheAttempt() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return InProgress(ctx, d, 3*time.Second)
+		return messaging.InProgress(ctx, d, 3*time.Second)
 	}, []Option{Options.Policy(retrypolicy.Fixed(1, 0))}, delivery("a"))
 	f.So(f.waited, should.Equal, 3*time.Second)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 1)
@@ -214,7 +214,7 @@ func (f *OutcomesFixture) TestInProgressKeepsTheAttempt() {
 func (f *OutcomesFixture) TestALongInProgressIsHeldByTheBrokerNotByAWorker() {
 	f.connector.declarer = true
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return InProgress(ctx, d, 10*time.Minute)
+		return messaging.InProgress(ctx, d, 10*time.Minute)
 	}, []Option{Options.Policy(retrypolicy.Fixed(1, 0))}, delivery("a"))
 	f.So(f.waited, should.Equal, time.Duration(0))
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.10m 10m0s"})
@@ -225,7 +225,7 @@ func (f *OutcomesFixture) TestALongInProgressIsHeldByTheBrokerNotByAWorker() {
 
 func (f *OutcomesFixture) TestALongInProgressWithoutRungsIsNotHeldInTheProcess() {
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return InProgress(ctx, d, 10*time.Minute)
+		return messaging.InProgress(ctx, d, 10*time.Minute)
 	}, nil, delivery("a"))
 	f.So(fmt.Sprint(value), should.ContainSubstring, "cannot be held by the broker")
 	f.So(f.waited, should.Equal, time.Duration(0))
@@ -235,7 +235,7 @@ func (f *OutcomesFixture) TestALongInProgressWithoutRungsIsNotHeldInTheProcess()
 func (f *OutcomesFixture) TestACancelledWaitIsAFailure() {
 	f.deadline = 500 * time.Millisecond
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return InProgress(ctx, d, time.Second)
+		return messaging.InProgress(ctx, d, time.Second)
 	}, nil, delivery("a"))
 	f.So(value, should.NotBeNil)
 	f.So(f.results[0], should.NotBeNil)
@@ -245,7 +245,7 @@ func (f *OutcomesFixture) TestACancelledWaitIsAFailure() {
 func (f *OutcomesFixture) TestAFailedOutcomeIgnoredByTheHandlerStillPanics() {
 	f.connector.writeErr = errors.New("channel closed")
 	value := f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		_ = Reject(ctx, d, errors.New("nope"))
+		_ = messaging.Reject(ctx, d, errors.New("nope"))
 		return nil
 	}, nil, delivery("a"))
 	f.So(fmt.Sprint(value), should.ContainSubstring, "channel closed")
@@ -263,7 +263,7 @@ func (f *OutcomesFixture) TestSettledMessagesAreNotRunAgainInIsolation() {
 		for _, m := range messages {
 			d := m.(messaging.Delivery)
 			if d.MessageID == "a" {
-				if err := Reject(ctx, d, errors.New("nope")); err != nil {
+				if err := messaging.Reject(ctx, d, errors.New("nope")); err != nil {
 					panic(err)
 				}
 			} else {
@@ -277,14 +277,13 @@ func (f *OutcomesFixture) TestSettledMessagesAreNotRunAgainInIsolation() {
 }
 
 func (f *OutcomesFixture) TestOutsideTheDecoratorTheOutcomesFail() {
-	err := Reject(context.Background(), delivery("a"), nil)
-	f.So(err, should.NotBeNil)
-	f.So(err.Error(), should.ContainSubstring, "deadletter.New")
+	err := messaging.Reject(context.Background(), delivery("a"), nil)
+	f.So(errors.Is(err, messaging.ErrNoSettler), should.BeTrue)
 }
 
 func (f *OutcomesFixture) retryOnce(options ...Option) {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, options, delivery("a"))
 }
 
@@ -302,7 +301,7 @@ func (f *OutcomesFixture) TestABrokerWaitIsHeldByTheRungOfThePolicysLadder() {
 	third := delivery("a")
 	third.Attempt = 3 // Exponential(6, 10s, 5m): the wait after attempt 3 is 40 s
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("later"))
+		return messaging.Retry(ctx, d, errors.New("later"))
 	}, []Option{Options.Policy(retrypolicy.Exponential(6, 10*time.Second, 5*time.Minute))}, third)
 	f.So(f.connector.declared, should.Equal, []string{"q q.retry.40s 40s"}) // never jittered
 	f.So(f.connector.targets(), should.Equal, []string{"q.retry.40s a: "})
@@ -375,18 +374,30 @@ func (f *OutcomesFixture) TestAnOutcomeRepeatedByAnInnerRetryPublishesOnce() {
 		target   string
 		event    string
 	}{
-		{"reject", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Reject(ctx, d, errors.New("nope")) },
+		{"reject", false, nil, func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.Reject(ctx, d, errors.New("nope"))
+		},
 			"q.dlq", "q dead_lettered the handler rejected it: nope"},
-		{"park", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Park(ctx, d, errors.New("later")) },
+		{"park", false, nil, func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.Park(ctx, d, errors.New("later"))
+		},
 			"q.parked", "q parked the handler parked it: later"},
-		{"retry", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
+		{"retry", false, nil, func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.Retry(ctx, d, errors.New("again"))
+		},
 			"q", "q retried "},
 		{"retry through a rung", true, []Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))},
-			func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) },
+			func(ctx context.Context, d messaging.Delivery) error {
+				return messaging.Retry(ctx, d, errors.New("again"))
+			},
 			"q.retry.1m", "q retried "},
-		{"retry of a fatal error", false, nil, func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, messaging.Fatalf("bad")) },
+		{"retry of a fatal error", false, nil, func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.Retry(ctx, d, messaging.Fatalf("bad"))
+		},
 			"q.dlq", "q dead_lettered the handler reported an unprocessable message: bad"},
-		{"in progress", false, nil, func(ctx context.Context, d messaging.Delivery) error { return InProgress(ctx, d, time.Second) },
+		{"in progress", false, nil, func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.InProgress(ctx, d, time.Second)
+		},
 			"q", "q in_progress "},
 	}
 	for _, c := range cases {
@@ -410,7 +421,7 @@ func (f *OutcomesFixture) TestAnAutomaticDeadLetterAfterAnOutcomeIsNotPublishedT
 	// not dead-letter a second time what the handler already settled.
 	inner := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		for _, m := range messages {
-			if err := Reject(ctx, m.(messaging.Delivery), errors.New("nope")); err != nil {
+			if err := messaging.Reject(ctx, m.(messaging.Delivery), errors.New("nope")); err != nil {
 				panic(err)
 			}
 		}
@@ -427,17 +438,21 @@ func (f *OutcomesFixture) TestSetAsideCopiesDropThePerMessageTTLWhileRepublishes
 	expiring := delivery("a")
 	expiring.Expiration = 10 * time.Second
 	outcomes := []func(ctx context.Context, d messaging.Delivery) error{
-		func(ctx context.Context, d messaging.Delivery) error { return Reject(ctx, d, nil) },
-		func(ctx context.Context, d messaging.Delivery) error { return Park(ctx, d, nil) },
-		func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, messaging.Fatalf("bad")) },
-		func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) },
-		func(ctx context.Context, d messaging.Delivery) error { return InProgress(ctx, d, time.Second) },
+		func(ctx context.Context, d messaging.Delivery) error { return messaging.Reject(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error { return messaging.Park(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.Retry(ctx, d, messaging.Fatalf("bad"))
+		},
+		func(ctx context.Context, d messaging.Delivery) error { return messaging.Retry(ctx, d, nil) },
+		func(ctx context.Context, d messaging.Delivery) error {
+			return messaging.InProgress(ctx, d, time.Second)
+		},
 	}
 	for _, outcome := range outcomes {
 		f.handle(outcome, nil, expiring)
 	}
 	f.connector.declarer = true // a rung republish keeps it too
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, nil) },
+	f.handle(func(ctx context.Context, d messaging.Delivery) error { return messaging.Retry(ctx, d, nil) },
 		[]Option{Options.Policy(retrypolicy.Fixed(5, time.Minute))}, expiring)
 	var got []string
 	for _, d := range f.connector.dispatches() {
