@@ -84,6 +84,8 @@ type fakeConnector struct {
 	// runtime's settlement publishes in published.
 	writable  bool
 	published []messaging.Dispatch
+	// noRequeue hides the streams' messaging.Requeuer.
+	noRequeue bool
 }
 
 func (c *fakeConnector) publishedTo() []string {
@@ -192,23 +194,32 @@ func (r *fakeReader) Stream(_ context.Context, config messaging.StreamConfig) (m
 	if err != nil {
 		return nil, err
 	}
+	if r.connector.noRequeue {
+		return withoutRequeue{stream}, nil
+	}
 	return stream, nil
 }
+
+// withoutRequeue is a stream that cannot return one delivery to its queue.
+type withoutRequeue struct{ messaging.Stream }
+
 func (r *fakeReader) Close() error { return nil }
 
 // ---- stream ----
 
 type fakeStream struct {
-	mu        sync.Mutex
-	queue     []messaging.Delivery
-	failWith  error // returned by Read once the queue is empty
-	arrived   chan struct{}
-	reads     int // Read calls started
-	readsDone int // Read calls that returned an error
-	acks      [][]messaging.Delivery
-	ackErr    error
-	closed    bool
-	closedCh  chan struct{}
+	mu         sync.Mutex
+	queue      []messaging.Delivery
+	failWith   error // returned by Read once the queue is empty
+	arrived    chan struct{}
+	reads      int // Read calls started
+	readsDone  int // Read calls that returned an error
+	acks       [][]messaging.Delivery
+	ackErr     error
+	requeued   []string // message ids returned to the queue alone
+	requeueErr error
+	closed     bool
+	closedCh   chan struct{}
 }
 
 func newFakeStream(deliveries ...messaging.Delivery) *fakeStream {
@@ -281,6 +292,22 @@ func (s *fakeStream) Acknowledge(ctx context.Context, deliveries ...messaging.De
 	}
 	s.acks = append(s.acks, append([]messaging.Delivery(nil), deliveries...))
 	return nil
+}
+
+func (s *fakeStream) Requeue(ctx context.Context, delivery messaging.Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requeueErr != nil {
+		return s.requeueErr
+	}
+	s.requeued = append(s.requeued, delivery.MessageID)
+	return ctx.Err()
+}
+
+func (s *fakeStream) requeuedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requeued...)
 }
 
 func (s *fakeStream) Close() error {
@@ -426,6 +453,9 @@ func (m *fakeMonitor) OutageStarted(stream string, cause error) {
 	m.add("outage started %s %v", stream, cause)
 }
 func (m *fakeMonitor) OutageEnded(stream string, _ time.Duration) { m.add("outage ended %s", stream) }
+func (m *fakeMonitor) DeliveriesRequeued(stream string, count int) {
+	m.add("requeued %s %d", stream, count)
+}
 
 func (m *fakeMonitor) list() []string {
 	m.mu.Lock()

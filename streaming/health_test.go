@@ -113,6 +113,7 @@ func (f *ConsumerFixture) TestAnOutagePanicHoldsTheSubscriptionUntilABatchIsHand
 
 func (f *ConsumerFixture) TestAnOrdinaryPanicIsNotAnOutage() {
 	f.inBubble(func() {
+		f.connector.noRequeue = true // the failed set-aside ends the session
 		f.handler = &fakeHandler{panicOn: func([]any) any { return errors.New("nil pointer") }}
 		f.listen()
 		f.stream.push(delivery("1"))

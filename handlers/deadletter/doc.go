@@ -37,9 +37,13 @@
 // kept whole, and what was left out is appended to the reason in
 // x-acemq-error.
 //
-// If a republish fails the decorator panics, so the runtime does not
-// acknowledge and the broker redelivers: at least once, never at most once. A
-// set-aside publish ignores the handler's cancellation and has its own bound
+// If a republish fails, that delivery is not acknowledged: the decorator goes
+// on with the rest of the batch and then panics with an *UnsettledError that
+// names the deliveries whose settlement failed (every other one was handled
+// or set aside). The streaming runtime returns each of them to its queue
+// alone and acknowledges the rest, so one failed republish redelivers one
+// message; at least once, never at most once. A set-aside publish ignores
+// the handler's cancellation and has its own bound
 // (Options.PublishTimeout, 30 s by default), so a message given up on during
 // shutdown survives. A failure that happens while the handler's context is
 // cancelled (shutdown) is not the message's fault: it is re-raised, not set

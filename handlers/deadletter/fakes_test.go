@@ -13,14 +13,17 @@ import (
 )
 
 type fakeConnector struct {
-	mu          sync.Mutex
-	connects    int
-	declarer    bool
-	connectErr  error
-	writeErr    error
-	commitErr   error
-	declareErr  error
-	refuse      int // writes still to refuse with a wire-limit error
+	mu         sync.Mutex
+	connects   int
+	declarer   bool
+	connectErr error
+	writeErr   error
+	commitErr  error
+	declareErr error
+	refuse     int // writes still to refuse with a wire-limit error
+	// unroutable, when set, is a routing key every publish to which the
+	// broker returns unroutable.
+	unroutable  string
 	published   []messaging.Dispatch
 	contexts    []context.Context
 	declared    []string
@@ -125,6 +128,11 @@ func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch
 	defer w.connector.mu.Unlock()
 	if w.connector.commitErr != nil {
 		return 0, w.connector.commitErr
+	}
+	for _, d := range dispatches {
+		if d.RoutingKey == w.connector.unroutable && d.RoutingKey != "" {
+			return 0, fmt.Errorf("message %s reached no queue: %w", d.MessageID, messaging.ErrUnroutable)
+		}
 	}
 	w.connector.published = append(w.connector.published, dispatches...)
 	return len(dispatches), nil

@@ -142,7 +142,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 // fail records err as a settlement failure, so the batch is not acknowledged,
 // and returns it.
 func (c *call) fail(delivery messaging.Delivery, err error) error {
-	c.markFailed(err)
+	c.markFailed(delivery, err)
 	c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
 	c.config.logger.Warn(fmt.Sprintf("Unable to settle message [%s] from [%s] [%v]; it was not acknowledged and the broker will redeliver it.",
 		delivery.MessageID, delivery.SourceQueue, err),
