@@ -10,9 +10,9 @@
 // It does not persist anything, cluster, enforce flow control, or offer
 // streams; a durable queue is durable only for the life of the Broker.
 // Messages expire (per-message Expiration and the queue's x-message-ttl) when
-// they reach the head of their queue, as on RabbitMQ, judged by the Broker's
-// clock (Options.Clock) whenever the broker is used or a waiting reader's
-// timer says one is due; an expired message goes to the queue's
+// they reach the head of their queue, as on RabbitMQ, judged by time.Now
+// whenever the broker is used or a waiting reader's timer says one is due
+// (in a testing/synctest bubble, by the bubble's clock); an expired message goes to the queue's
 // x-dead-letter-exchange when it has one (without an x-death header), else it
 // is dropped.
 package memory
@@ -28,7 +28,7 @@ import (
 // opened to it. It implements messaging.Connector and offers helpers that
 // arrange and inspect its state in tests. The zero value is not usable; call New.
 type Broker struct {
-	config configuration
+	config config
 
 	mu          sync.Mutex
 	closed      bool
@@ -50,9 +50,9 @@ var _ messaging.Connector = (*Broker)(nil)
 // New returns an empty broker with the predeclared exchanges amq.direct,
 // amq.fanout and amq.topic, and the default exchange "" that routes a message
 // to the queue named by its routing key.
-func New(options ...option) *Broker {
+func New(options ...Option) *Broker {
 	b := &Broker{
-		config:      newConfiguration(options),
+		config:      newConfig(options),
 		exchanges:   map[string]*exchange{},
 		queues:      map[string]*queue{},
 		connections: map[*connection]struct{}{},
@@ -194,12 +194,11 @@ func (b *Broker) MessageCount(queue string) int {
 	return 0
 }
 
-// Expire applies message expiry at the clock's current time: expired messages
-// at the head of their queues are dropped or dead-lettered, and readers waiting
-// on the queues they move to wake. Every broker operation does this; a test on
-// an injected clock calls Expire after advancing it when nothing else would
-// touch the broker. With the real clock, waiting readers also wake by
-// themselves when the next expiry is due.
+// Expire applies message expiry now: expired messages at the head of their
+// queues are dropped or dead-lettered, and readers waiting on the queues they
+// move to wake. Every broker operation does this, and waiting readers also
+// wake by themselves when the next expiry is due; Expire is for a test that
+// wants it applied with nothing else touching the broker.
 func (b *Broker) Expire() {
 	b.mu.Lock()
 	defer b.unlock()

@@ -3,24 +3,23 @@ package memory
 import (
 	"log/slog"
 	"os"
-	"time"
 
+	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
-// Options is the entry point for configuring a Broker: memory.New(memory.Options.Clock(...)).
-var Options singleton
+// Options is the entry point for configuring New:
+// memory.New(memory.Options.Monitor(m), memory.Options.Origin("orders@test")).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option. (It is
+// exported so that go doc lists them.)
+type OptionSet struct{}
 
-type option func(*configuration)
+// Option configures New.
+type Option func(*config)
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type configuration struct {
-	clock   func() time.Time
+type config struct {
 	monitor Monitor
 	logger  *slog.Logger
 	origin  string
@@ -28,47 +27,28 @@ type configuration struct {
 	maxMessageSize int
 }
 
-// Clock sets the source of the current time, used for message expiry and for the
-// FirstSeen and Timestamp defaults. A nil clock means time.Now.
-func (singleton) Clock(now func() time.Time) option {
-	return func(c *configuration) { c.clock = now }
-}
-
-// Monitor receives the broker's callbacks. A nil monitor means no monitoring.
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *configuration) { c.monitor = monitor }
-}
+// Monitor receives the broker's callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
 // Logger receives the broker's WARN lines (a stream's declaration that
-// differs from what exists). A nil logger means slog.Default().
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *configuration) { c.logger = logger }
-}
+// differs from what exists). Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // Origin sets the origin written on messages that do not name one
-// (service@host). Empty means acemq@{hostname}.
-func (singleton) Origin(origin string) option {
-	return func(c *configuration) { c.origin = origin }
-}
+// (service@host). Default acemq@{hostname}.
+func (OptionSet) Origin(origin string) Option { return func(c *config) { c.origin = origin } }
 
 // MaxMessageSize is the largest payload, in bytes, a writer accepts; a dispatch
 // with a larger one is refused alone with a *messaging.FieldError matching
 // messaging.ErrWireLimit, as the RabbitMQ transport's option of the same name
-// does. Zero or negative means wire.DefaultMaxPayload (128 MiB).
-func (singleton) MaxMessageSize(value int) option {
-	return func(c *configuration) { c.maxMessageSize = value }
+// does. Default 128 MiB, RabbitMQ's default.
+func (OptionSet) MaxMessageSize(value int) Option {
+	return func(c *config) { c.maxMessageSize = value }
 }
 
-func newConfiguration(options []option) configuration {
-	var c configuration
-	for _, apply := range options {
-		if apply != nil {
-			apply(&c)
-		}
-	}
-	if c.clock == nil {
-		c.clock = time.Now
-	}
+func newConfig(opts []Option) config {
+	var c config
+	options.Apply(&c, opts)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/transporttest"
 )
 
 // bound is the failure guard on every wait in these tests; a passing test
@@ -20,23 +21,30 @@ const bound = 5 * time.Second
 
 func (f *TopicFixture) ctx() context.Context { return context.Background() }
 
-// world is what each fixture test starts from: a broker on a fake clock with
-// a recording monitor, and a bounded context.
+// world is what each fixture test starts from: a broker with a recording
+// monitor, and a bounded context. A test that needs time to pass runs in a
+// bubble (inBubble), where it passes at once.
 type world struct {
 	*gunit.Fixture
 	ctx     context.Context
 	cancel  context.CancelFunc
-	clock   *fakeClock
 	monitor *recordingMonitor
 	broker  *Broker
 }
 
 func newWorld(f *gunit.Fixture) *world {
-	w := &world{Fixture: f, clock: newFakeClock(), monitor: &recordingMonitor{}}
+	w := &world{Fixture: f, monitor: &recordingMonitor{}}
 	w.ctx, w.cancel = context.WithTimeout(context.Background(), bound)
-	w.broker = New(Options.Clock(w.clock.Now), Options.Monitor(w.monitor), Options.Origin("tests@here"))
+	w.broker = New(Options.Monitor(w.monitor), Options.Origin("tests@here"))
 	return w
 }
+
+// inBubble and pass are the transport suite's bubble helpers.
+func inBubble[F any](t gunit.TestingT, fixture *F, setup, teardown, test func()) {
+	transporttest.InBubble(t, fixture, setup, teardown, test)
+}
+
+var pass = transporttest.Pass
 
 func (w *world) close() {
 	_ = w.broker.Close()
@@ -83,28 +91,6 @@ func payloads(deliveries ...messaging.Delivery) []string {
 
 func ctxDispatch(topic, key string) messaging.Dispatch {
 	return messaging.Dispatch{Topic: topic, RoutingKey: key, Payload: []byte(key)}
-}
-
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 600_000_000, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // recordingMonitor records every callback as a line.

@@ -12,7 +12,8 @@ type Monitor interface {
 	// MessagesAcknowledged reports count deliveries acknowledged on a stream.
 	MessagesAcknowledged(queue string, count int)
 	// MessagesRequeued reports count unacknowledged deliveries returned to the
-	// front of queue because their stream or connection closed.
+	// front of queue because their stream or connection closed, or because a
+	// stream's Requeue returned one.
 	MessagesRequeued(queue string, count int)
 	// MessageExpired reports a message whose TTL ran out in queue.
 	MessageExpired(queue string)

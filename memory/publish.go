@@ -17,10 +17,7 @@ func (b *Broker) messageOf(dispatch messaging.Dispatch) (*message, error) {
 	if err := wire.Check(dispatch, b.config.maxMessageSize); err != nil {
 		return nil, err
 	}
-	envelope, err := envelopeOf(dispatch, b.config.clock(), b.config.origin)
-	if err != nil {
-		return nil, err
-	}
+	envelope := envelopeOf(dispatch, time.Now(), b.config.origin)
 	return &message{exchange: dispatch.Topic, routingKey: dispatch.RoutingKey, envelope: envelope}, nil
 }
 
@@ -65,7 +62,7 @@ func (b *Broker) publishLocked(m *message, mandatory bool) (int, error) {
 		}
 		return 0, nil
 	}
-	now := b.config.clock()
+	now := time.Now()
 	for i, q := range targets {
 		held := m
 		if i > 0 {
@@ -119,7 +116,7 @@ func (m *message) expired(now time.Time) bool {
 // sweepLocked expires the messages at the head of every queue whose time has
 // come, dead-lettering them where the queue says so.
 func (b *Broker) sweepLocked() {
-	now := b.config.clock()
+	now := time.Now()
 	for _, q := range b.queues {
 		// Only the messages present now: a dead-letter cycle back into this
 		// queue must not spin here.
@@ -165,5 +162,5 @@ func (b *Broker) nextExpiryLocked() time.Duration {
 	if earliest.IsZero() {
 		return -1
 	}
-	return max(earliest.Sub(b.config.clock()), 0)
+	return max(earliest.Sub(time.Now()), 0)
 }

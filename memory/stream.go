@@ -68,9 +68,7 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 		}
 		b.mu.Lock()
 		s.stopWaitingLocked()
-		if s.queue.deleted {
-			s.closeLocked(fmt.Errorf("memory: queue %q was deleted, so the broker cancelled its consumer; open a new stream: %w", s.queue.name, messaging.ErrClosed))
-		}
+		s.endIfDeletedLocked()
 		if s.closed {
 			err := s.cause
 			b.unlock()
@@ -163,6 +161,34 @@ func (s *stream) Acknowledge(ctx context.Context, deliveries ...messaging.Delive
 	return nil
 }
 
+// Requeue returns one delivery to the front of its queue, marked Redelivered,
+// as a RabbitMQ basic.nack with requeue does; the stream's other deliveries
+// stay unacknowledged and the stream goes on. It fails with
+// messaging.ErrClosed once the stream has closed.
+func (s *stream) Requeue(ctx context.Context, delivery messaging.Delivery) error {
+	tag := delivery.DeliveryID
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: requeue delivery %d on stream %q: %w", tag, s.queue.name, err)
+	}
+	b := s.broker
+	b.mu.Lock()
+	defer b.unlock()
+	s.endIfDeletedLocked()
+	if s.closed {
+		return s.cause
+	}
+	m, ok := s.unacked[tag]
+	if !ok {
+		return fmt.Errorf("memory: delivery %d is not awaiting acknowledgement on stream %q (settled already, or read from another stream); nothing was requeued", tag, s.queue.name)
+	}
+	delete(s.unacked, tag)
+	s.queue.requeue([]*message{m})
+	name := s.queue.name
+	b.emit(func(mon Monitor) { mon.MessagesRequeued(name, 1) })
+	s.notify()
+	return nil
+}
+
 // Close ends the stream and returns its unacknowledged deliveries to the front
 // of the queue, in the order they were delivered, marked Redelivered.
 func (s *stream) Close() error {
@@ -171,6 +197,14 @@ func (s *stream) Close() error {
 	defer b.unlock()
 	s.closeLocked(closedError("stream"))
 	return nil
+}
+
+// endIfDeletedLocked ends the stream when its queue was deleted, as the
+// broker cancels the consumers of a deleted queue.
+func (s *stream) endIfDeletedLocked() {
+	if s.queue.deleted {
+		s.closeLocked(fmt.Errorf("memory: queue %q was deleted, so the broker cancelled its consumer; open a new stream: %w", s.queue.name, messaging.ErrClosed))
+	}
 }
 
 func (s *stream) closeLocked(cause error) {

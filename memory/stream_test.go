@@ -255,33 +255,32 @@ func (f *StreamFixture) declareRung(b *Broker, ttl int64) {
 	}}), should.BeNil)
 }
 
-func (f *StreamFixture) TestAReaderWaitingOnADeadLetterTargetWakesWhenExpireIsCalled() {
-	f.declareRung(f.broker, 3_600_000) // an hour: the reader's own timer cannot be what wakes it
-	s, err := f.stream(f.conn, messaging.StreamConfig{StreamName: "orders"})
-	f.So(err, should.BeNil)
-	f.publish("orders.retry.1s", "later")
-	done := f.readLater(f.ctx, s)
-	f.awaitBlockedReads(f.broker, 1)
+func (f *StreamFixture) TestExpireAppliesADueExpiryWithNothingElseTouchingTheBroker() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.declareRung(f.broker, 3_600_000)
+		f.publish("orders.retry.1s", "later")
+		pass(time.Hour)
 
-	f.clock.Advance(time.Hour)
-	f.broker.Expire()
-	f.So(f.outcome(done), should.BeNil)
-	f.So(f.broker.MessageCount("orders.retry.1s"), should.Equal, 0)
+		f.broker.Expire()
+
+		f.So(f.monitor.Calls(), should.Contain, "expired orders.retry.1s")
+	})
 }
 
-func (f *StreamFixture) TestOnTheRealClockAWaitingReaderWakesWhenAnExpiryIsDue() {
-	b := New()
-	defer func() { _ = b.Close() }()
-	f.declareRung(b, 20)
-	conn, err := b.Connect(f.ctx)
-	f.So(err, should.BeNil)
-	s, err := f.stream(conn, messaging.StreamConfig{StreamName: "orders"})
-	f.So(err, should.BeNil)
-	f.So(b.Publish(f.ctx, messaging.Dispatch{RoutingKey: "orders.retry.1s", Mandatory: true}), should.BeNil)
+func (f *StreamFixture) TestAWaitingReaderWakesWhenAnExpiryIsDue() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.declareRung(f.broker, 20)
+		s, err := f.stream(f.conn, messaging.StreamConfig{StreamName: "orders"})
+		f.So(err, should.BeNil)
+		f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "orders.retry.1s", Mandatory: true}), should.BeNil)
+		started := time.Now()
 
-	var d messaging.Delivery
-	f.So(s.Read(f.ctx, &d), should.BeNil) // nothing else touches the broker
-	f.So(d.Topic, should.Equal, "acemq.retry")
+		var d messaging.Delivery
+		f.So(s.Read(f.ctx, &d), should.BeNil) // nothing else touches the broker
+
+		f.So(time.Since(started), should.Equal, 20*time.Millisecond)
+		f.So(d.Topic, should.Equal, "acemq.retry")
+	})
 }
 
 func (f *StreamFixture) TestAStreamQueueCanBeDeclaredButNotConsumed() {

@@ -3,6 +3,7 @@ package memory
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -177,31 +178,39 @@ func (f *TopologyFixture) TestPullTakesFromTheFrontAndCountsOnlyReadyMessages() 
 	f.So(f.broker.MessageCount("missing"), should.Equal, 0)
 }
 
-func (f *TopologyFixture) TestPerMessageTTLExpiresAtTheHeadOnTheInjectedClock() {
-	f.queue("q")
-	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("short"), Expiration: 10_000_000_000}), should.BeNil)
-	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("forever")}), should.BeNil)
+func (f *TopologyFixture) TestPerMessageTTLExpiresAtTheHead() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.queue("q")
+		f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("short"), Expiration: 10 * time.Second}), should.BeNil)
+		f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("forever")}), should.BeNil)
 
-	f.clock.Advance(9_999_000_000)
-	f.So(f.broker.MessageCount("q"), should.Equal, 2)
-	f.clock.Advance(1_000_000)
-	f.So(f.broker.MessageCount("q"), should.Equal, 1)
-	d, _ := f.broker.Pull("q")
-	f.So(string(d.Payload), should.Equal, "forever")
-	f.So(f.monitor.Calls(), should.Contain, "expired q")
+		pass(10*time.Second - time.Millisecond)
+		f.So(f.broker.MessageCount("q"), should.Equal, 2)
+		pass(time.Millisecond)
+		f.So(f.broker.MessageCount("q"), should.Equal, 1)
+		d, _ := f.broker.Pull("q")
+		f.So(string(d.Payload), should.Equal, "forever")
+		f.So(f.monitor.Calls(), should.Contain, "expired q")
+	})
 }
 
 func (f *TopologyFixture) TestAMessageBehindTheHeadDoesNotExpireUntilItReachesIt() {
-	f.queue("q")
-	f.publish("q", "head")
-	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("short"), Expiration: 1_000_000_000}), should.BeNil)
-	f.clock.Advance(2_000_000_000)
-	f.So(f.broker.MessageCount("q"), should.Equal, 2)
-	f.broker.Pull("q")
-	f.So(f.broker.MessageCount("q"), should.Equal, 0)
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.queue("q")
+		f.publish("q", "head")
+		f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "q", Payload: []byte("short"), Expiration: time.Second}), should.BeNil)
+		pass(2 * time.Second)
+		f.So(f.broker.MessageCount("q"), should.Equal, 2)
+		f.broker.Pull("q")
+		f.So(f.broker.MessageCount("q"), should.Equal, 0)
+	})
 }
 
 func (f *TopologyFixture) TestQueueTTLDeadLettersThroughTheExchangeItNames() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, f.queueTTLDeadLetters)
+}
+
+func (f *TopologyFixture) queueTTLDeadLetters() {
 	f.So(f.broker.DeclareExchange("acemq.retry", KindDirect, true), should.BeNil)
 	f.queue("orders")
 	f.So(f.broker.Bind("orders", "acemq.retry", "orders"), should.BeNil)
@@ -212,9 +221,9 @@ func (f *TopologyFixture) TestQueueTTLDeadLettersThroughTheExchangeItNames() {
 	}}), should.BeNil)
 	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{RoutingKey: "orders.retry.30s", MessageID: "m-1", Attempt: 2, Expiration: 60_000_000_000}), should.BeNil)
 
-	f.clock.Advance(29_999_000_000)
+	pass(30*time.Second - time.Millisecond)
 	f.So(f.broker.MessageCount("orders"), should.Equal, 0)
-	f.clock.Advance(1_000_000)
+	pass(time.Millisecond)
 	f.So(f.broker.MessageCount("orders.retry.30s"), should.Equal, 0)
 	d, ok := f.broker.Pull("orders")
 	f.So(ok, should.BeTrue)

@@ -24,13 +24,18 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 
 // Write encodes and buffers the dispatches; nothing is sent until Commit. A
 // dispatch that cannot travel on AMQP is buffered as refused: Commit publishes
-// the others and reports it, alone, in its *messaging.PublishError.
+// the others and reports it, alone, in its *messaging.PublishError. On a
+// connection that has closed it fails with messaging.ErrClosed at once rather
+// than buffer what no Commit can send.
 func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
 	if closed {
 		return 0, fmt.Errorf("write to a closed commit writer; open a new one: %w", messaging.ErrClosed)
+	}
+	if err := w.pub.usable(); err != nil {
+		return 0, fmt.Errorf("write to a commit writer: %w", err)
 	}
 	messages := encodeAll(w.pub.config, dispatches)
 	w.mu.Lock()

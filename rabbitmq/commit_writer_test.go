@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
@@ -90,19 +91,20 @@ func (f *CommitWriterFixture) TestCommitFailsWithAnAccountOfWhatDidNotLand() {
 }
 
 func (f *CommitWriterFixture) TestCommitIsBoundedByTheBrokerTimeout() {
-	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "1"})
-	result := f.commit()
-	receive(f.T(), f.channel.published, "the publish")
-	f.h.clock.awaitOnly(f.T(), 1)
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		_, _ = f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "1"})
+		started := time.Now()
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Commit")
+		err := f.writer.Commit() // the publish is written; its confirm never comes
 
-	f.So(errors.Is(err, ErrCommitTimeout), should.BeTrue)
-	f.So(f.raw.isSevered(), should.BeTrue)
-	f.So(f.h.logs.String(), should.ContainSubstring, `msg="AMQP transaction commit did not complete within [30s]; severing the connection."`)
-	f.h.monitor.await(f.T(), "committed")
-	f.So(errors.Is(f.h.monitor.Errors()[2], ErrCommitTimeout), should.BeTrue)
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(len(f.channel.published), should.Equal, 1)
+		f.So(errors.Is(err, ErrCommitTimeout), should.BeTrue)
+		f.So(f.raw.isSevered(), should.BeTrue)
+		f.So(f.h.logs.String(), should.ContainSubstring, `msg="AMQP transaction commit did not complete within [30s]; severing the connection."`)
+		f.h.monitor.await(f.T(), "committed")
+		f.So(errors.Is(f.h.monitor.Errors()[2], ErrCommitTimeout), should.BeTrue)
+	})
 }
 
 func (f *CommitWriterFixture) TestRollbackDiscardsTheBuffer() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
@@ -19,19 +20,18 @@ const (
 	DefaultMaxOutstandingPublishes = 1000
 )
 
-// Options is the entry point for configuring the transport:
+// Options is the entry point for configuring New:
 // rabbitmq.New(rabbitmq.Options.Address("amqp://..."), rabbitmq.Options.Monitor(m)).
-var Options singleton
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option. (It is
+// exported so that go doc lists them.)
+type OptionSet struct{}
 
-type option func(*configuration)
+// Option configures New.
+type Option func(*config)
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type configuration struct {
+type config struct {
 	addresses      []string
 	tls            *tls.Config
 	heartbeat      time.Duration
@@ -43,13 +43,12 @@ type configuration struct {
 	maxOutstanding int
 	maxMessageSize int
 	origin         string
-	clock          clock
 }
 
 // Address is the broker's AMQP URI (amqps:// dials TLS). Default
 // amqp://guest:guest@127.0.0.1:5672/. It is Addresses with one address.
-func (singleton) Address(value string) option {
-	return func(c *configuration) { c.addresses = []string{value} }
+func (OptionSet) Address(value string) Option {
+	return func(c *config) { c.addresses = []string{value} }
 }
 
 // Addresses are the AMQP URIs of a cluster's nodes (or a load balancer and
@@ -59,8 +58,8 @@ func (singleton) Address(value string) option {
 // broker timeout. A refusal no other node would answer differently (bad
 // credentials, a missing vhost, a malformed address) stops at once. Empty
 // entries are ignored; none at all means the default address.
-func (singleton) Addresses(values ...string) option {
-	return func(c *configuration) {
+func (OptionSet) Addresses(values ...string) Option {
+	return func(c *config) {
 		c.addresses = c.addresses[:0:0]
 		for _, value := range values {
 			if value != "" {
@@ -72,42 +71,35 @@ func (singleton) Addresses(values ...string) option {
 
 // TLS is the TLS configuration for amqps:// addresses. Default: derived from the
 // address.
-func (singleton) TLS(value *tls.Config) option {
-	return func(c *configuration) { c.tls = value }
-}
+func (OptionSet) TLS(value *tls.Config) Option { return func(c *config) { c.tls = value } }
 
 // Heartbeat is the AMQP heartbeat interval; a dead socket goes unnoticed for about
 // 1.5 times this value. Default 10s.
-func (singleton) Heartbeat(value time.Duration) option {
-	return func(c *configuration) { c.heartbeat = value }
+func (OptionSet) Heartbeat(value time.Duration) Option {
+	return func(c *config) { c.heartbeat = value }
 }
 
 // BrokerTimeout bounds every wait on the broker: connect, channel open, declare,
 // publish, confirm, commit, acknowledge, cancel and close. A wait that reaches it
 // severs the connection. Default 30s.
-func (singleton) BrokerTimeout(value time.Duration) option {
-	return func(c *configuration) { c.brokerTimeout = value }
+func (OptionSet) BrokerTimeout(value time.Duration) Option {
+	return func(c *config) { c.brokerTimeout = value }
 }
 
-// Dialer replaces the amqp091-go dialer, for tests with fakes.
-func (singleton) Dialer(value adapter.Dialer) option {
-	return func(c *configuration) { c.dialer = value }
-}
+// Dialer replaces the amqp091-go dialer, for tests with fakes. Default:
+// adapter.NewDialer().
+func (OptionSet) Dialer(value adapter.Dialer) Option { return func(c *config) { c.dialer = value } }
 
 // Logger receives the transport's WARN and INFO lines. Default: slog.Default().
-func (singleton) Logger(value *slog.Logger) option {
-	return func(c *configuration) { c.logger = value }
-}
+func (OptionSet) Logger(value *slog.Logger) Option { return func(c *config) { c.logger = value } }
 
-// Monitor receives the transport's callbacks. Default: a no-op.
-func (singleton) Monitor(value Monitor) option {
-	return func(c *configuration) { c.monitor = value }
-}
+// Monitor receives the transport's callbacks. Default: NopMonitor.
+func (OptionSet) Monitor(value Monitor) Option { return func(c *config) { c.monitor = value } }
 
 // ConnectionName is reported to the broker as the connection_name property, which
 // the management UI and rabbitmqctl show. Default: none.
-func (singleton) ConnectionName(value string) option {
-	return func(c *configuration) { c.connectionName = value }
+func (OptionSet) ConnectionName(value string) Option {
+	return func(c *config) { c.connectionName = value }
 }
 
 // MaxOutstandingPublishes bounds the publishes awaiting a confirm on one channel.
@@ -115,8 +107,8 @@ func (singleton) ConnectionName(value string) option {
 // broker timeout, then fails with ErrTooManyOutstanding; if no confirm at all
 // arrived in that broker timeout, the broker has stopped confirming, so the
 // connection is severed and the error wraps ErrPublishTimeout. Default 1000.
-func (singleton) MaxOutstandingPublishes(value int) option {
-	return func(c *configuration) { c.maxOutstanding = value }
+func (OptionSet) MaxOutstandingPublishes(value int) Option {
+	return func(c *config) { c.maxOutstanding = value }
 }
 
 // MaxMessageSize is the largest payload, in bytes, a writer sends; a dispatch
@@ -124,31 +116,18 @@ func (singleton) MaxOutstandingPublishes(value int) option {
 // *messaging.FieldError matching messaging.ErrWireLimit. Set it to the broker's
 // max_message_size when that is lower than RabbitMQ's default, so that the
 // broker never has to refuse a message (which closes the writer's channel).
-// Default wire.DefaultMaxPayload (128 MiB, RabbitMQ's default).
-func (singleton) MaxMessageSize(value int) option {
-	return func(c *configuration) { c.maxMessageSize = value }
+// Default 128 MiB, RabbitMQ's default.
+func (OptionSet) MaxMessageSize(value int) Option {
+	return func(c *config) { c.maxMessageSize = value }
 }
 
 // Origin is written as x-acemq-origin when a Dispatch has none. Default
 // acemq@{hostname}, or acemq@unknown when the host has no name.
-func (singleton) Origin(value string) option {
-	return func(c *configuration) { c.origin = value }
-}
+func (OptionSet) Origin(value string) Option { return func(c *config) { c.origin = value } }
 
-// withClock replaces the system clock: the package's own tests expire broker
-// waits with it. It is not an option for users: time is not theirs to fake
-// here (testing/synctest does it for a whole test).
-func withClock(value clock) option {
-	return func(c *configuration) { c.clock = value }
-}
-
-func newConfiguration(options ...option) configuration {
-	var c configuration
-	for _, apply := range options {
-		if apply != nil {
-			apply(&c)
-		}
-	}
+func newConfig(opts []Option) config {
+	var c config
+	options.Apply(&c, opts)
 	if len(c.addresses) == 0 || (len(c.addresses) == 1 && c.addresses[0] == "") {
 		c.addresses = []string{DefaultAddress}
 	}
@@ -175,9 +154,6 @@ func newConfiguration(options ...option) configuration {
 	}
 	if c.origin == "" {
 		c.origin = defaultOrigin()
-	}
-	if c.clock == nil {
-		c.clock = systemClock{}
 	}
 	return c
 }

@@ -17,7 +17,7 @@ import (
 // blocked notifications and severs the socket when a wait on the broker passes the
 // broker timeout.
 type connection struct {
-	config *configuration
+	config *config
 	raw    adapter.Connection
 	// forget tells the connector the connection ended; lost is true when the
 	// broker or the network ended it, not the application.
@@ -33,9 +33,9 @@ type connection struct {
 	paused        chan struct{} // closed while the broker blocks the connection
 }
 
-func newConnection(config *configuration, raw adapter.Connection, forget func(*connection, bool)) *connection {
+func newConnection(cfg *config, raw adapter.Connection, forget func(*connection, bool)) *connection {
 	c := &connection{
-		config:  config,
+		config:  cfg,
 		raw:     raw,
 		forget:  forget,
 		watched: make(chan struct{}),
@@ -140,21 +140,52 @@ func (c *connection) pausedSignal() <-chan struct{} {
 
 // call runs f, a blocking call on the broker, bounded by the broker timeout: when
 // the bound passes the connection is severed, which makes f return, and the error
-// wraps sentinel. A refusal the broker sent comes back as a
-// *messaging.BrokerError.
+// wraps sentinel. Any other error is what failure makes of it.
 func (c *connection) call(op string, sentinel error, f func() error) error {
-	e := c.bound(op)
+	b := newBound(c.config.brokerTimeout, func() { c.sever(op) })
 	err := f()
-	if e.Stop() {
+	if b.Stop() {
 		return c.timeoutError(op, sentinel)
 	}
-	return refusal(op, err, true)
+	return c.failure(op, err)
 }
 
-// bound arms the broker timeout for op; if it passes before Stop, the connection
-// is severed.
-func (c *connection) bound(op string) *expiry {
-	return newExpiry(c.config.clock, c.config.brokerTimeout, func() { c.sever(op) })
+// failure says what the error of a broker call for op means. A refusal the
+// broker sent comes back as a *messaging.BrokerError (one of 320 or 541, the
+// broker closing the connection, matches messaging.ErrClosed). A call that
+// failed because its channel or connection closed under it, which amqp091
+// reports as "channel/connection is not open", as a socket error, or
+// otherwise once the connection has ended, comes back matching
+// messaging.ErrClosed: from the first such failure on, not only once the
+// close notification has been seen, so that every caller treats it as a lost
+// connection and never as a verdict on its messages.
+func (c *connection) failure(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	err = refusal(op, err, true)
+	var refused *messaging.BrokerError
+	if errors.Is(err, messaging.ErrClosed) || errors.As(err, &refused) {
+		return err
+	}
+	if !errors.Is(err, amqp.ErrClosed) && !messaging.IsConnectionLost(err) && c.usable() == nil {
+		return err
+	}
+	reason := "the channel or connection closed under it"
+	if ended := c.endedReason(); ended != "" {
+		reason = "the connection closed: " + ended
+	}
+	return fmt.Errorf("AMQP %s failed because %s (%w); connect again: %w", op, reason, err, messaging.ErrClosed)
+}
+
+// endedReason is why the connection ended, once the watcher has seen it end.
+func (c *connection) endedReason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ended {
+		return ""
+	}
+	return c.endReason
 }
 
 func (c *connection) sever(op string) {
@@ -199,7 +230,7 @@ func (c *connection) closeChannel(ch adapter.Channel) error {
 		return nil
 	}
 	err := c.call("channel close", ErrCloseTimeout, ch.Close)
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // closed already: nothing left to close
 		return nil
 	}
 	return err
@@ -221,14 +252,14 @@ func (c *connection) Close() error {
 	} else {
 		err = c.call("connection close", ErrCloseTimeout, c.raw.Close)
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // closed already, by the broker or the network
 		err = nil
 	}
-	wait := newDeadline(c.config.clock, c.config.brokerTimeout)
+	wait := newBound(c.config.brokerTimeout, nil)
 	defer wait.Stop()
 	select {
 	case <-c.watched:
-	case <-wait.C:
+	case <-wait.Done():
 		c.sever("connection close")
 		if err == nil {
 			err = c.timeoutError("connection close", ErrCloseTimeout)

@@ -1,7 +1,7 @@
 // Package rabbitmq is the RabbitMQ transport: a messaging.Connector over
 // github.com/rabbitmq/amqp091-go with publisher confirms, mandatory returns matched
 // to their messages, blocked-connection notifications, and a bound on every wait on
-// the broker. Configure it with the Options singleton.
+// the broker. Configure New with Options (OptionSet lists them).
 package rabbitmq
 
 import (
@@ -18,7 +18,7 @@ import (
 )
 
 type connector struct {
-	config *configuration
+	config *config
 
 	mu     sync.Mutex
 	closed bool
@@ -30,9 +30,9 @@ type connector struct {
 
 // New returns a Connector whose every Connect dials a new AMQP connection. Its
 // Close closes every connection it opened that is still open.
-func New(options ...option) messaging.Connector {
-	config := newConfiguration(options...)
-	return &connector{config: &config, open: map[*connection]struct{}{}}
+func New(options ...Option) messaging.Connector {
+	cfg := newConfig(options)
+	return &connector{config: &cfg, open: map[*connection]struct{}{}}
 }
 
 // Connect dials the broker and completes the handshake within the broker timeout.
@@ -125,7 +125,7 @@ func (c *connector) dial(ctx context.Context) (adapter.Connection, int, error) {
 		if n == 1 {
 			return nil, i, err
 		}
-		if ctx.Err() != nil || sameOnEveryNode(err) {
+		if ctx.Err() != nil || messaging.IsPermanent(err) { // another node of the cluster would only repeat it
 			return nil, i, err
 		}
 		failures = append(failures, err)
@@ -135,12 +135,6 @@ func (c *connector) dial(ctx context.Context) (adapter.Connection, int, error) {
 		}
 	}
 	return nil, start, fmt.Errorf("none of the %d broker addresses answered; is the cluster running and reachable? %w", n, errors.Join(failures...))
-}
-
-// sameOnEveryNode reports a refusal that trying another node of the same
-// cluster would only repeat: bad credentials, a vhost missing or forbidden.
-func sameOnEveryNode(err error) bool {
-	return errors.Is(err, messaging.ErrAccessRefused) || errors.Is(err, amqp.ErrVhost)
 }
 
 func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapter.Connection, error) {
@@ -164,7 +158,7 @@ func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapte
 
 	dialCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	expiry := newExpiry(c.config.clock, c.config.brokerTimeout, cancel)
+	expiry := newBound(c.config.brokerTimeout, cancel)
 	conn, err := c.config.dialer.Dial(dialCtx, rawAddress, config)
 	timedOut := expiry.Stop()
 	if err == nil && (timedOut || ctx.Err() != nil) {
@@ -184,10 +178,13 @@ func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapte
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return nil, fmt.Errorf("connect to %s abandoned: %w", address, err)
 	}
-	refused := refusal("connect", err, false)
 	if errors.Is(err, amqp.ErrVhost) {
-		return nil, fmt.Errorf("the broker at %s refused access to the virtual host; check the vhost in the address and the user's permissions: %w", address, refused)
+		// The broker closed the socket at connection.open without a reply:
+		// the virtual host is missing (or the user may not use it).
+		refused := &messaging.BrokerError{Code: messaging.ReplyNotFound, Text: "the virtual host was refused at connection.open", Op: "open the virtual host", Err: err}
+		return nil, fmt.Errorf("the broker at %s refused access to the virtual host; check that the vhost in the address exists and that the user may use it: %w", address, refused)
 	}
+	refused := refusal("connect", err, false)
 	var amqpErr *amqp.Error
 	if errors.As(err, &amqpErr) {
 		switch amqpErr.Code {

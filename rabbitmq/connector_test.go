@@ -29,12 +29,12 @@ func (f *ConnectorFixture) Setup() {
 	f.h = newHarness()
 }
 
-func (f *ConnectorFixture) connector(extra ...option) messaging.Connector {
+func (f *ConnectorFixture) connector(extra ...Option) messaging.Connector {
 	return New(f.h.options(extra...)...)
 }
 
 func (f *ConnectorFixture) TestDefaultsReplaceZeroAndNegativeValues() {
-	config := newConfiguration(Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5))
+	config := newConfig([]Option{Options.Heartbeat(-1), Options.BrokerTimeout(0), Options.MaxOutstandingPublishes(-5)})
 
 	f.So(config.addresses, should.Equal, []string{"amqp://guest:guest@127.0.0.1:5672/"})
 	f.So(config.heartbeat, should.Equal, 10*time.Second)
@@ -42,7 +42,6 @@ func (f *ConnectorFixture) TestDefaultsReplaceZeroAndNegativeValues() {
 	f.So(config.maxOutstanding, should.Equal, 1000)
 	f.So(config.origin, should.StartWith, "acemq@")
 	f.So(config.monitor, should.Resemble, NopMonitor{})
-	f.So(config.clock, should.Resemble, systemClock{})
 	f.So(config.dialer, should.NotBeNil)
 	f.So(config.logger, should.NotBeNil)
 }
@@ -112,22 +111,18 @@ func (f *ConnectorFixture) TestUnreachableBrokerSaysHowToStartIt() {
 }
 
 func (f *ConnectorFixture) TestAStalledHandshakeEndsAtTheBrokerTimeout() {
-	f.h.dialer.block = true
-	connector := f.connector(Options.BrokerTimeout(7 * time.Second))
-	result := make(chan error, 1)
-	go func() {
+	inBubble(f.T(), f, f.Setup, func() {}, func() {
+		f.h.dialer.block = true
+		connector := f.connector(Options.BrokerTimeout(7 * time.Second))
+		started := time.Now()
+
 		_, err := connector.Connect(context.Background())
-		result <- err
-	}()
-	receive(f.T(), f.h.dialer.dialing, "the dial")
 
-	f.So(receive(f.T(), f.h.clock.armed, "the bound"), should.Equal, 7*time.Second)
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Connect to return")
-
-	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
-	f.So(err.Error(), should.ContainSubstring, "did not complete within [7s]")
-	f.So(f.h.monitor.Errors()[0], should.Equal, err)
+		f.So(time.Since(started), should.Equal, 7*time.Second)
+		f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+		f.So(err.Error(), should.ContainSubstring, "did not complete within [7s]")
+		f.So(f.h.monitor.Errors()[0], should.Equal, err)
+	})
 }
 
 func (f *ConnectorFixture) TestACancelledContextAbandonsTheDial() {
@@ -185,36 +180,35 @@ func (f *ConnectorFixture) TestAConnectionClosedByTheApplicationIsReportedOnce()
 }
 
 func (f *ConnectorFixture) TestAStalledCloseSeversAtTheBrokerTimeout() {
-	conn, _ := f.connector().Connect(context.Background())
-	raw := f.h.dialer.last()
-	raw.blockClose = true
-	result := make(chan error, 1)
-	go func() { result <- conn.Close() }()
-	f.h.clock.awaitActive(f.T(), 1)
+	inBubble(f.T(), f, f.Setup, func() {}, func() {
+		conn, _ := f.connector().Connect(context.Background())
+		raw := f.h.dialer.last()
+		raw.blockClose = true
+		started := time.Now()
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Close to return")
+		err := conn.Close()
 
-	f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
-	f.So(raw.isSevered(), should.BeTrue)
-	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection close did not complete within [30s]; severing the connection.")
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
+		f.So(raw.isSevered(), should.BeTrue)
+		f.So(f.h.logs.String(), should.ContainSubstring, "AMQP connection close did not complete within [30s]; severing the connection.")
+	})
 }
 
 func (f *ConnectorFixture) TestOpeningAChannelIsBounded() {
-	conn, _ := f.connector().Connect(context.Background())
-	f.h.dialer.last().blockOpen = true
-	result := make(chan error, 1)
-	go func() {
+	inBubble(f.T(), f, f.Setup, func() {}, func() {
+		connector := f.connector()
+		defer func() { _ = connector.Close() }()
+		conn, _ := connector.Connect(context.Background())
+		f.h.dialer.last().blockOpen = true
+		started := time.Now()
+
 		_, err := conn.Writer(context.Background())
-		result <- err
-	}()
-	f.h.clock.awaitActive(f.T(), 1)
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Writer to return")
-
-	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
-	f.So(strings.Contains(err.Error(), "channel open"), should.BeTrue)
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+		f.So(strings.Contains(err.Error(), "channel open"), should.BeTrue)
+	})
 }
 
 func (f *ConnectorFixture) TestBlockedAndUnblockedAreReportedAndLogged() {

@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -123,5 +124,5 @@ func table(arguments map[string]any) amqp.Table {
 	if arguments == nil {
 		return nil
 	}
-	return tableValue(arguments).(amqp.Table)
+	return wire.TableValue(arguments).(amqp.Table)
 }

@@ -38,16 +38,7 @@ func encodeDispatch(d messaging.Dispatch, encoder *wire.Encoder, maxPayload int)
 		return outgoing{}, err
 	}
 	fields, props := encoder.Encode(d)
-	// The map is ours (Encode made it): only values amqp091 cannot write as
-	// they are (a nested map[string]any, in a table or an array) are replaced,
-	// and the map itself becomes the table without a copy.
-	for name, value := range fields {
-		switch value.(type) {
-		case map[string]any, amqp.Table, []any:
-			fields[name] = tableValue(value)
-		}
-	}
-	headers := amqp.Table(fields)
+	headers := amqp.Table(fields) // the map is ours (Encode made it): no copy
 	mode := deliveryModePersistent
 	if !props.Persistent {
 		mode = deliveryModeTransient
@@ -59,11 +50,11 @@ func encodeDispatch(d messaging.Dispatch, encoder *wire.Encoder, maxPayload int)
 		mandatory: d.Mandatory,
 		msg: amqp.Publishing{
 			Headers:         headers,
-			ContentType:     d.ContentType,
-			ContentEncoding: d.ContentEncoding,
+			ContentType:     props.ContentType,
+			ContentEncoding: props.ContentEncoding,
 			DeliveryMode:    mode,
 			CorrelationId:   props.CorrelationID,
-			ReplyTo:         d.ReplyTo,
+			ReplyTo:         props.ReplyTo,
 			Expiration:      props.Expiration,
 			MessageId:       props.MessageID,
 			Timestamp:       props.Timestamp,
@@ -73,54 +64,28 @@ func encodeDispatch(d messaging.Dispatch, encoder *wire.Encoder, maxPayload int)
 	}, nil
 }
 
-// tableValue returns value as amqp091 writes it: a nested map[string]any (which
-// wire.Check accepts and amqp091 does not) becomes an amqp.Table, in arrays and
-// tables too. Everything else is returned as is.
-func tableValue(value any) any {
-	switch v := value.(type) {
-	case map[string]any:
-		table := make(amqp.Table, len(v))
-		for name, item := range v {
-			table[name] = tableValue(item)
-		}
-		return table
-	case amqp.Table: // copied too: a map[string]any may be nested in it
-		return tableValue(map[string]any(v))
-	case []any:
-		items := make([]any, len(v))
-		for i, item := range v {
-			items[i] = tableValue(item)
-		}
-		return items
-	default:
-		return value
-	}
-}
-
 // decodeDelivery reads an AMQP delivery into target, tolerantly: each envelope
 // field comes from its header, else its property, else its default. Every
 // x-acemq- header is removed from target.Headers.
 func decodeDelivery(source amqp.Delivery, queue string, target *messaging.Delivery) {
-	h := source.Headers
 	*target = messaging.Delivery{
-		DeliveryID:      source.DeliveryTag,
-		SourceQueue:     queue,
-		Topic:           source.Exchange,
-		RoutingKey:      source.RoutingKey,
-		Redelivered:     source.Redelivered,
+		DeliveryID:  source.DeliveryTag,
+		SourceQueue: queue,
+		Topic:       source.Exchange,
+		RoutingKey:  source.RoutingKey,
+		Redelivered: source.Redelivered,
+		Durable:     source.DeliveryMode == deliveryModePersistent,
+		Payload:     source.Body,
+		Upstream:    source,
+	}
+	wire.Decode(source.Headers, wire.Properties{
+		MessageID:       source.MessageId,
+		CorrelationID:   source.CorrelationId,
+		Type:            source.Type,
 		ReplyTo:         source.ReplyTo,
 		ContentType:     source.ContentType,
 		ContentEncoding: source.ContentEncoding,
 		Timestamp:       source.Timestamp,
-		Durable:         source.DeliveryMode == deliveryModePersistent,
-		Payload:         source.Body,
-		Upstream:        source,
-	}
-
-	wire.Decode(h, wire.Properties{
-		MessageID:     source.MessageId,
-		CorrelationID: source.CorrelationId,
-		Type:          source.Type,
-		Expiration:    source.Expiration,
+		Expiration:      source.Expiration,
 	}, target)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/transporttest"
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
@@ -173,34 +174,26 @@ func (f *EnvelopeFixture) TestTheSameOverLongIDIsRefusedWhenNotVerbatim() {
 }
 
 func (f *EnvelopeFixture) TestTheDecoderReadsWhatTheEncoderWrote() {
-	sent := messaging.Dispatch{
-		RoutingKey: "k", MessageID: "id-1", CorrelationID: "c", CausationID: "x", MessageType: "t", Version: 4,
-		Attempt: 2, FirstSeen: time.UnixMilli(1_600_000_000_000), Origin: "o@h", Error: "e", Claim: "cl",
+	sent := messaging.Dispatch{RoutingKey: "k", Headers: map[string]any{"x-app": "v"}}
+	sent.SetEnvelope(messaging.Envelope{
+		MessageID: "id-1", CorrelationID: "c", CausationID: "x", ReplyTo: "replies", MessageType: "t", Version: 4,
+		ContentType: "application/json", ContentEncoding: "gzip", Attempt: 2,
+		FirstSeen: time.UnixMilli(1_600_000_000_000).UTC(), Origin: "o@h", Error: "e", Claim: "cl",
 		Route: []string{"a", "b", "c"}, RoutePosition: 2, RouteID: "r", Expiration: time.Second,
-		Headers: map[string]any{"x-app": "v"},
-	}
+		Timestamp: time.Unix(1_650_000_000, 0),
+	})
+	f.So(transporttest.UnsetEnvelopeFields(sent.Envelope()), should.BeEmpty)
 	out := f.encode(sent)
 	var got messaging.Delivery
 
 	decodeDelivery(amqp.Delivery{
 		Headers: out.msg.Headers, MessageId: out.msg.MessageId, CorrelationId: out.msg.CorrelationId,
 		Type: out.msg.Type, Expiration: out.msg.Expiration, DeliveryMode: out.msg.DeliveryMode, RoutingKey: "k",
+		ReplyTo: out.msg.ReplyTo, ContentType: out.msg.ContentType, ContentEncoding: out.msg.ContentEncoding,
+		Timestamp: out.msg.Timestamp,
 	}, "q", &got)
 
-	f.So(got.MessageID, should.Equal, "id-1")
-	f.So(got.CorrelationID, should.Equal, "c")
-	f.So(got.CausationID, should.Equal, "x")
-	f.So(got.MessageType, should.Equal, "t")
-	f.So(got.Version, should.Equal, 4)
-	f.So(got.Attempt, should.Equal, 2)
-	f.So(got.FirstSeen, should.Equal, time.UnixMilli(1_600_000_000_000).UTC())
-	f.So(got.Origin, should.Equal, "o@h")
-	f.So(got.Error, should.Equal, "e")
-	f.So(got.Claim, should.Equal, "cl")
-	f.So(got.Route, should.Resemble, []string{"a", "b", "c"})
-	f.So(got.RoutePosition, should.Equal, 2)
-	f.So(got.RouteID, should.Equal, "r")
-	f.So(got.Expiration, should.Equal, time.Second)
+	f.So(transporttest.EnvelopeDifferences(got.Envelope(), sent.Envelope()), should.BeEmpty)
 	f.So(got.Durable, should.BeTrue)
 	f.So(got.Headers, should.Resemble, map[string]any{"x-app": "v"})
 	f.So(got.SourceQueue, should.Equal, "q")

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"runtime"
-	"slices"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/internal/transporttest"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -37,105 +37,12 @@ func receive[T any](t tb, c <-chan T, what string) T {
 	}
 }
 
-// fakeClock fires its timers only when the test calls Expire.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-	armed  chan time.Duration
+// inBubble and pass are the transport suite's bubble helpers.
+func inBubble[F any](t gunit.TestingT, fixture *F, setup, teardown, test func()) {
+	transporttest.InBubble(t, fixture, setup, teardown, test)
 }
 
-type fakeTimer struct {
-	d       time.Duration
-	f       func()
-	stopped bool
-	fired   bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.UnixMilli(1_700_000_000_000).UTC(), armed: make(chan time.Duration, 10_000)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	t := &fakeTimer{d: d, f: f}
-	c.timers = append(c.timers, t)
-	c.mu.Unlock()
-	c.armed <- d
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if t.stopped || t.fired {
-			return false
-		}
-		t.stopped = true
-		return true
-	}
-}
-
-// Expire fires every armed timer and returns how many fired.
-func (c *fakeClock) Expire() int {
-	c.mu.Lock()
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.fired {
-			t.fired = true
-			due = append(due, t)
-		}
-	}
-	c.timers = nil
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-	return len(due)
-}
-
-// awaitActive waits until at least n timers are armed and neither stopped nor fired.
-func (c *fakeClock) awaitActive(t tb, n int) {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for len(c.Active()) < n {
-		select {
-		case <-c.armed:
-		case <-deadline:
-			t.Fatalf("waited for %d armed timers; %d are", n, len(c.Active()))
-		}
-	}
-}
-
-// awaitOnly waits until exactly n timers are armed: after a publish, the bound
-// of the socket write itself must be stopped before a test expires the bound it
-// means to expire, or both fire.
-func (c *fakeClock) awaitOnly(t tb, n int) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for len(c.Active()) != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for exactly %d armed timers; %d are", n, len(c.Active()))
-		}
-		runtime.Gosched()
-	}
-}
-
-// Active returns the durations of the timers armed and neither stopped nor fired.
-func (c *fakeClock) Active() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var active []time.Duration
-	for _, t := range c.timers {
-		if !t.stopped && !t.fired {
-			active = append(active, t.d)
-		}
-	}
-	return active
-}
+var pass = transporttest.Pass
 
 // fakeDialer hands out fake connections, or fails, or blocks until ctx ends.
 type fakeDialer struct {
@@ -194,6 +101,7 @@ type fakeConnection struct {
 	shutOnce   sync.Once
 	blockClose bool
 	blockOpen  bool
+	dropped    error // when set, every call fails with it and no close is notified
 	closeCalls int
 	prepare    func(*fakeChannel) // when set, applied to each new channel before it is handed out
 }
@@ -204,8 +112,11 @@ func newFakeConnection() *fakeConnection {
 
 func (c *fakeConnection) Channel() (adapter.Channel, error) {
 	c.mu.Lock()
-	blockOpen := c.blockOpen
+	blockOpen, dropped := c.blockOpen, c.dropped
 	c.mu.Unlock()
+	if dropped != nil {
+		return nil, dropped
+	}
 	if blockOpen {
 		<-c.severed
 		return nil, amqp.ErrClosed
@@ -269,6 +180,20 @@ func (c *fakeConnection) isSevered() bool {
 	}
 }
 
+// Drop makes every later call on the connection and its channels fail with
+// err, as amqp091's calls do once the connection has closed, before its close
+// notification has been delivered.
+func (c *fakeConnection) Drop(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropped = err
+	for _, ch := range c.channels {
+		ch.mu.Lock()
+		ch.dropped = err
+		ch.mu.Unlock()
+	}
+}
+
 // BrokerClose closes the connection as the broker would, with a reason.
 func (c *fakeConnection) BrokerClose(reason string) {
 	c.shutdown(&amqp.Error{Code: amqp.ConnectionForced, Reason: reason, Server: true})
@@ -313,6 +238,11 @@ type fakeAck struct {
 	multiple bool
 }
 
+type fakeNack struct {
+	tag               uint64
+	multiple, requeue bool
+}
+
 type fakeCall struct {
 	method string
 	args   []any
@@ -324,6 +254,7 @@ type fakeChannel struct {
 	conn      *fakeConnection
 	published chan fakePublish
 	acked     chan fakeAck
+	nacked    chan fakeNack
 
 	mu         sync.Mutex
 	confirms   []chan amqp.Confirmation
@@ -334,6 +265,7 @@ type fakeChannel struct {
 	blocking   map[string]bool
 	failing    map[string]error
 	closed     bool
+	dropped    error  // Drop
 	written    func() // AfterPublish
 	shutOnce   sync.Once
 }
@@ -343,6 +275,7 @@ func newFakeChannel(conn *fakeConnection) *fakeChannel {
 		conn:       conn,
 		published:  make(chan fakePublish, 10_000),
 		acked:      make(chan fakeAck, 10_000),
+		nacked:     make(chan fakeNack, 10_000),
 		deliveries: make(chan amqp.Delivery, 100),
 		blocking:   map[string]bool{},
 		failing:    map[string]error{},
@@ -354,8 +287,11 @@ func newFakeChannel(conn *fakeConnection) *fakeChannel {
 func (ch *fakeChannel) enter(method string, args ...any) error {
 	ch.mu.Lock()
 	ch.calls = append(ch.calls, fakeCall{method: method, args: args})
-	block, fail, closed := ch.blocking[method], ch.failing[method], ch.closed
+	block, fail, closed, dropped := ch.blocking[method], ch.failing[method], ch.closed, ch.dropped
 	ch.mu.Unlock()
+	if dropped != nil {
+		return dropped
+	}
 	if block {
 		<-ch.conn.severed
 		return amqp.ErrClosed
@@ -377,19 +313,6 @@ func (ch *fakeChannel) Fail(method string, err error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.failing[method] = err
-}
-
-// awaitCall waits until method has been called, e.g. a publish that Block
-// holds in the socket.
-func (ch *fakeChannel) awaitCall(t tb, method string) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !slices.ContainsFunc(ch.Calls(), func(c fakeCall) bool { return c.method == method }) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited for a call of %s", method)
-		}
-		runtime.Gosched()
-	}
 }
 
 func (ch *fakeChannel) Calls() []fakeCall {
@@ -510,6 +433,14 @@ func (ch *fakeChannel) Ack(tag uint64, multiple bool) error {
 	return nil
 }
 
+func (ch *fakeChannel) Nack(tag uint64, multiple, requeue bool) error {
+	if err := ch.enter("Nack", tag, multiple, requeue); err != nil {
+		return err
+	}
+	ch.nacked <- fakeNack{tag: tag, multiple: multiple, requeue: requeue}
+	return nil
+}
+
 func (ch *fakeChannel) Close() error {
 	if err := ch.enter("Close"); err != nil {
 		return err
@@ -533,6 +464,18 @@ func (ch *fakeChannel) Return(id, exchange, key string) {
 	defer ch.mu.Unlock()
 	for _, c := range ch.returns {
 		c <- amqp.Return{ReplyCode: amqp.NoRoute, ReplyText: "NO_ROUTE", Exchange: exchange, RoutingKey: key, MessageId: id}
+	}
+}
+
+// ReturnPublished sends the basic.return the broker sends for a mandatory
+// publish that reached no queue: with the message's own properties and
+// headers.
+func (ch *fakeChannel) ReturnPublished(p fakePublish) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for _, c := range ch.returns {
+		c <- amqp.Return{ReplyCode: amqp.NoRoute, ReplyText: "NO_ROUTE", Exchange: p.exchange, RoutingKey: p.key,
+			MessageId: p.msg.MessageId, Headers: p.msg.Headers}
 	}
 }
 
@@ -623,19 +566,17 @@ func (m *recordingMonitor) await(t tb, event string) {
 
 // harness wires a connector to fakes.
 type harness struct {
-	clock   *fakeClock
 	dialer  *fakeDialer
 	monitor *recordingMonitor
 	logs    *testenv.LogBuffer
 }
 
 func newHarness() *harness {
-	return &harness{clock: newFakeClock(), dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
+	return &harness{dialer: newFakeDialer(), monitor: newRecordingMonitor(), logs: &testenv.LogBuffer{}}
 }
 
-func (h *harness) options(extra ...option) []option {
-	return append([]option{
-		withClock(h.clock),
+func (h *harness) options(extra ...Option) []Option {
+	return append([]Option{
 		Options.Dialer(h.dialer),
 		Options.Monitor(h.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),

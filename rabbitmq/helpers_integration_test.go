@@ -152,7 +152,15 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
+// settle is how long a test waits for what the broker does on its own (a
+// TTL passing, a close it delivers, a count reaching its total): long enough
+// for a machine busy with other test programs, and only a failing test
+// waits for all of it.
+const settle = 30 * time.Second
+
 // eventually polls condition every 10ms until it holds or the limit passes.
+// It waits in real time: what it watches is the real broker's state, which
+// changes on the broker's own clock (a TTL, an alarm, a close it delivers).
 func eventually(t *testing.T, limit time.Duration, what string, condition func() bool) {
 	t.Helper()
 	stop := time.Now().Add(limit)

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -23,7 +24,7 @@ const minimumUnclaimedReturns = 64
 type publisher struct {
 	conn   *connection
 	ch     adapter.Channel
-	config *configuration
+	config *config
 	slots  chan struct{} // one token per publish awaiting its confirm
 	ended  chan struct{} // closed when the channel has ended and every pending publish is answered
 
@@ -156,7 +157,7 @@ func (p *publisher) publish(ctx context.Context, op operation, messages []outgoi
 		case <-paused:
 			stop = p.pausedError()
 		default:
-			stop = p.acquire(ctx, op, bound.C, paused, confirmsAtStart)
+			stop = p.acquire(ctx, op, bound.Done(), paused, confirmsAtStart)
 		}
 		if stop == nil {
 			stop = p.send(op, bound, w, i)
@@ -207,7 +208,7 @@ func (p *publisher) await(ctx context.Context, op operation, w *pendingWrite, bo
 		// (a caller that republishes it may create a duplicate, never a
 		// loss); it is not "not sent".
 		abandon = fmt.Errorf("%w; this message was written before the block and was not confirmed, so it may still arrive when the alarm clears: %w", p.pausedError(), messaging.ErrArrivalUnknown)
-	case <-bound.C:
+	case <-bound.Done():
 		timedOut = true
 		abandon = fmt.Errorf("%w; the message may or may not have reached the broker: %w", p.conn.timeoutError(op.name, op.sentinel), messaging.ErrArrivalUnknown)
 	}
@@ -315,7 +316,7 @@ func (p *publisher) send(op operation, bound *writeBound, w *pendingWrite, i int
 	if timedOut {
 		err = p.conn.timeoutError(op.name, op.sentinel)
 	} else {
-		err = refusal(op.name, err, true)
+		err = p.conn.failure(op.name, err)
 	}
 	p.mu.Lock()
 	_, registered := p.pending[seq]
@@ -375,13 +376,24 @@ func (p *publisher) fileBuffered(returns <-chan amqp.Return) <-chan amqp.Return 
 func (p *publisher) file(r amqp.Return) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := returnKey{id: r.MessageId, exchange: r.Exchange, key: r.RoutingKey}
+	k := returnKey{id: returnedID(r), exchange: r.Exchange, key: r.RoutingKey}
 	p.returned[k] = append(p.returned[k], r)
 	p.returnOrder = append(p.returnOrder, k)
 	limit := max(minimumUnclaimedReturns, cap(p.slots))
 	for len(p.returnOrder) > limit {
 		p.takeReturn(p.returnOrder[0])
 	}
+}
+
+// returnedID is the id of the message a return gives back: its x-acemq-id
+// header, which every message this transport publishes carries whole, else
+// its message-id property (empty when the id was too long for one, as a
+// Verbatim copy's may be).
+func returnedID(r amqp.Return) string {
+	if id := wire.Text(r.Headers[wire.HeaderID]); id != "" {
+		return id
+	}
+	return r.MessageId
 }
 
 // claimReturn takes the oldest unclaimed return of a mandatory message's key. A
@@ -425,9 +437,10 @@ func (p *publisher) settle(c amqp.Confirmation) {
 	delete(p.pending, c.DeliveryTag)
 	m := f.message()
 	result := messaging.PublishResult{MessageID: m.id, Confirmed: c.Ack, Routed: c.Ack}
+	r, returned := p.claimReturn(m) // a nack's return is discarded with it
 	if !c.Ack {
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q was refused by the broker (basic.nack); publish it again or investigate the broker: %w", m.id, m.exchange, m.key, messaging.ErrRefused)
-	} else if r, returned := p.claimReturn(m); returned {
+	} else if returned {
 		result.Routed = false
 		result.Err = fmt.Errorf("message %s to exchange %q with key %q reached no queue (%d %s); the broker dropped it: %w", m.id, m.exchange, m.key, r.ReplyCode, r.ReplyText, messaging.ErrUnroutable)
 	}
@@ -473,6 +486,20 @@ func (p *publisher) fail(closes <-chan *amqp.Error) {
 	}
 }
 
+// usable returns why nothing can be published on the channel, or nil: the
+// connection closed, or the channel ended.
+func (p *publisher) usable() error {
+	if err := p.conn.usable(); err != nil {
+		return err
+	}
+	select {
+	case <-p.ended:
+		return p.endedError()
+	default:
+		return nil
+	}
+}
+
 func (p *publisher) endedError() error {
 	p.mu.Lock()
 	reason := p.endReason
@@ -486,11 +513,11 @@ func (p *publisher) endedError() error {
 // close closes the channel within the broker timeout and waits for the drainer.
 func (p *publisher) close() error {
 	err := p.conn.closeChannel(p.ch)
-	wait := newDeadline(p.config.clock, p.config.brokerTimeout)
+	wait := newBound(p.config.brokerTimeout, nil)
 	defer wait.Stop()
 	select {
 	case <-p.ended:
-	case <-wait.C:
+	case <-wait.Done():
 		p.conn.sever("channel close")
 		if err == nil {
 			err = p.conn.timeoutError("channel close", ErrCloseTimeout)

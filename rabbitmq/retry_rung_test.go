@@ -83,25 +83,18 @@ func (f *RetryRungFixture) TestAFailedStepIsNamedAndTheChannelIsStillClosed() {
 }
 
 func (f *RetryRungFixture) TestAStalledDeclarationSeversAtTheBrokerTimeout() {
-	f.prepare(func(ch *fakeChannel) { ch.Block("QueueDeclare") })
-	result := make(chan error, 1)
-	go func() {
-		result <- f.declarer.DeclareRetryRung(context.Background(), "orders", "orders.retry.1s", time.Second)
-	}()
-	ch := receive(f.T(), f.raw.opened, "the rung's channel")
-	for deadline := time.Now().Add(waitLimit); !f.called(ch, "QueueDeclare"); {
-		if time.Now().After(deadline) {
-			f.T().Fatalf("the rung was never declared")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	f.h.clock.awaitActive(f.T(), 1)
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.prepare(func(ch *fakeChannel) { ch.Block("QueueDeclare") })
+		started := time.Now()
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "DeclareRetryRung")
+		err := f.declarer.DeclareRetryRung(context.Background(), "orders", "orders.retry.1s", time.Second)
 
-	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
-	f.So(f.raw.isSevered(), should.BeTrue)
+		ch := receive(f.T(), f.raw.opened, "the rung's channel")
+		f.So(f.called(ch, "QueueDeclare"), should.BeTrue)
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+		f.So(f.raw.isSevered(), should.BeTrue)
+	})
 }
 
 func (f *RetryRungFixture) called(ch *fakeChannel, method string) bool {

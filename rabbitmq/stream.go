@@ -92,7 +92,7 @@ func (s *stream) get(ctx context.Context, delivery *messaging.Delivery) error {
 		return err
 	})
 	switch {
-	case errors.Is(err, amqp.ErrClosed):
+	case errors.Is(err, messaging.ErrClosed):
 		return s.endedError()
 	case err != nil:
 		return fmt.Errorf("read from stream %q: %w", s.queue, err)
@@ -192,6 +192,34 @@ func (s *stream) Acknowledge(ctx context.Context, deliveries ...messaging.Delive
 	return nil
 }
 
+// Requeue returns one delivery to its queue (basic.nack of its tag, not
+// multiple, with requeue) while the other deliveries the stream holds stay
+// unacknowledged and the stream goes on; the broker delivers it again marked
+// redelivered. It is bounded by the broker timeout like Acknowledge (past it
+// the connection is severed and the error wraps ErrAcknowledgeTimeout), and
+// fails with messaging.ErrClosed once the stream has closed.
+func (s *stream) Requeue(ctx context.Context, delivery messaging.Delivery) error {
+	tag := delivery.DeliveryID
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("requeue delivery %d on stream %q: %w", tag, s.queue, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("requeue delivery %d: %w", tag, s.endedError())
+	}
+	defer s.mu.Unlock()
+	if _, ok := s.outstanding[tag]; !ok {
+		return fmt.Errorf("delivery %d is not awaiting acknowledgement on stream %q (settled already, or read from another stream); nothing was requeued", tag, s.queue)
+	}
+	err := s.conn.call("requeue", ErrAcknowledgeTimeout, func() error { return s.ch.Nack(tag, false, true) })
+	if err != nil {
+		return fmt.Errorf("requeue delivery %d on stream %q (the broker will redeliver it when the stream ends): %w", tag, s.queue, err)
+	}
+	delete(s.outstanding, tag)
+	return nil
+}
+
 // Close cancels the consumer and closes the channel, each within the broker
 // timeout. Deliveries not acknowledged return to the queue.
 func (s *stream) Close() error {
@@ -210,7 +238,7 @@ func (s *stream) Close() error {
 	if !s.poll {
 		err = s.conn.call("consumer cancel", ErrCloseTimeout, func() error { return s.ch.Cancel(s.tag, false) })
 	}
-	if errors.Is(err, amqp.ErrClosed) {
+	if errors.Is(err, messaging.ErrClosed) { // the channel is gone, and its consumer with it
 		err = nil
 	}
 	if errors.Is(err, ErrCloseTimeout) {

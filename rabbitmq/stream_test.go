@@ -142,19 +142,16 @@ func (f *StreamFixture) TestADeclarationThatDiffersFromWhatExistsIsWarnedAndWhat
 }
 
 func (f *StreamFixture) TestADeclarationIsBoundedByTheBrokerTimeout() {
-	f.channel.Block("QueueDeclare")
-	result := make(chan error, 1)
-	go func() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.channel.Block("QueueDeclare")
+		started := time.Now()
+
 		_, err := f.reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders", EstablishTopology: true})
-		result <- err
-	}()
-	f.h.clock.awaitActive(f.T(), 1)
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Stream")
-
-	f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
-	f.So(f.raw.isSevered(), should.BeTrue)
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
+		f.So(f.raw.isSevered(), should.BeTrue)
+	})
 }
 
 func (f *StreamFixture) TestReadFillsTheDelivery() {
@@ -264,19 +261,62 @@ func (f *StreamFixture) TestAcknowledgingADeliveryNotHeldSendsNothing() {
 }
 
 func (f *StreamFixture) TestAStalledAcknowledgementSeversAtTheBrokerTimeout() {
+	f.stallSettlement("Ack", "acknowledgement", func(s messaging.Stream, d messaging.Delivery) error {
+		return s.Acknowledge(context.Background(), d)
+	})
+}
+
+func (f *StreamFixture) TestAStalledRequeueSeversAtTheBrokerTimeout() {
+	f.stallSettlement("Nack", "requeue", func(s messaging.Stream, d messaging.Delivery) error {
+		requeuer, _ := messaging.As[messaging.Requeuer](s)
+		return requeuer.Requeue(context.Background(), d)
+	})
+}
+
+// stallSettlement blocks method on the channel and settles a delivery with
+// it: at the broker timeout the connection is severed and the error wraps
+// ErrAcknowledgeTimeout.
+func (f *StreamFixture) stallSettlement(method, op string, settle func(messaging.Stream, messaging.Delivery) error) {
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+		d := f.read(s, 1)[0]
+		f.channel.Block(method)
+		started := time.Now()
+
+		err := settle(s, d)
+
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrAcknowledgeTimeout), should.BeTrue)
+		f.So(f.raw.isSevered(), should.BeTrue)
+		f.So(f.h.logs.String(), should.ContainSubstring, "AMQP "+op+" did not complete within [30s]; severing the connection.")
+	})
+}
+
+func (f *StreamFixture) TestRequeueNacksThatDeliveryAloneAndTheOthersStayOutstanding() {
+	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+	d := f.read(s, 1, 2, 3)
+	requeuer, ok := messaging.As[messaging.Requeuer](s)
+	f.So(ok, should.BeTrue)
+
+	f.So(requeuer.Requeue(context.Background(), d[1]), should.BeNil)
+	f.So(s.Acknowledge(context.Background(), d[0], d[2]), should.BeNil)
+
+	f.So(receive(f.T(), f.channel.nacked, "the nack"), should.Resemble, fakeNack{tag: 2, multiple: false, requeue: true})
+	f.So(f.acks(), should.Resemble, []fakeAck{{tag: 3, multiple: true}})
+	err := requeuer.Requeue(context.Background(), d[1])
+	f.So(err.Error(), should.ContainSubstring, "delivery 2 is not awaiting acknowledgement")
+}
+
+func (f *StreamFixture) TestRequeueAfterTheStreamClosedFailsClosedAndSendsNothing() {
 	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
 	d := f.read(s, 1)
-	f.channel.Block("Ack")
-	result := make(chan error, 1)
-	go func() { result <- s.Acknowledge(context.Background(), d...) }()
-	f.h.clock.awaitActive(f.T(), 1)
+	f.So(s.Close(), should.BeNil)
+	requeuer, _ := messaging.As[messaging.Requeuer](s)
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Acknowledge")
+	err := requeuer.Requeue(context.Background(), d[0])
 
-	f.So(errors.Is(err, ErrAcknowledgeTimeout), should.BeTrue)
-	f.So(f.raw.isSevered(), should.BeTrue)
-	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP acknowledgement did not complete within [30s]; severing the connection.")
+	f.So(err, should.Wrap, messaging.ErrClosed)
+	f.So(len(f.channel.nacked), should.Equal, 0)
 }
 
 func (f *StreamFixture) TestCloseCancelsTheConsumerThenClosesTheChannel() {
@@ -293,17 +333,17 @@ func (f *StreamFixture) TestCloseCancelsTheConsumerThenClosesTheChannel() {
 }
 
 func (f *StreamFixture) TestAStalledCancelSeversAtTheBrokerTimeout() {
-	s := f.stream(messaging.StreamConfig{StreamName: "orders"})
-	f.channel.Block("Cancel")
-	result := make(chan error, 1)
-	go func() { result <- s.Close() }()
-	f.h.clock.awaitActive(f.T(), 1)
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		s := f.stream(messaging.StreamConfig{StreamName: "orders"})
+		f.channel.Block("Cancel")
+		started := time.Now()
 
-	f.h.clock.Expire()
-	err := receive(f.T(), result, "Close")
+		err := s.Close()
 
-	f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
-	f.So(strings.Contains(f.h.logs.String(), "AMQP consumer cancel did not complete within [30s]; severing the connection."), should.BeTrue)
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(errors.Is(err, ErrCloseTimeout), should.BeTrue)
+		f.So(strings.Contains(f.h.logs.String(), "AMQP consumer cancel did not complete within [30s]; severing the connection."), should.BeTrue)
+	})
 }
 
 func (f *StreamFixture) TestClosingTheReaderClosesItsStreams() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -74,11 +75,11 @@ func (w *writer) Close() error {
 // as a refused message: the publisher answers it with its error in the
 // *messaging.PublishError and publishes the others, so one bad field never
 // costs the rest of the write, nor the connection.
-func encodeAll(config *configuration, dispatches []messaging.Dispatch) []outgoing {
-	encoder := wire.NewEncoder(config.clock.Now(), config.origin)
+func encodeAll(cfg *config, dispatches []messaging.Dispatch) []outgoing {
+	encoder := wire.NewEncoder(time.Now(), cfg.origin)
 	messages := make([]outgoing, len(dispatches))
 	for i, d := range dispatches {
-		m, err := encodeDispatch(d, &encoder, config.maxMessageSize)
+		m, err := encodeDispatch(d, &encoder, cfg.maxMessageSize)
 		if err != nil {
 			m = outgoing{id: d.MessageID, exchange: d.Topic, key: d.RoutingKey,
 				refused: fmt.Errorf("dispatch %d of %d was not published (the others were): %w", i+1, len(dispatches), err)}

@@ -1,6 +1,7 @@
 package rabbitmq_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,79 +167,132 @@ func TestPipelinedPublishesTakeAFractionOfSequentialRoundTrips(t *testing.T) {
 	}
 }
 
-// blockWatcher reports the connection's blocked notification.
-type blockWatcher struct {
+// alarmBound is how long the test waits for the broker to raise or clear its
+// memory alarm, and the broker timeout it runs with. The broker checks its
+// memory on its own schedule, and a machine busy with other test programs
+// slows both it and rabbitmqctl down; every wait under it ends on an event.
+const alarmBound = 90 * time.Second
+
+// fastFailure bounds what must not wait for the broker: far below
+// alarmBound, so that a write that waited out the broker timeout fails it.
+const fastFailure = 15 * time.Second
+
+// alarmWatcher reports the broker's connection.blocked and
+// connection.unblocked notifications.
+type alarmWatcher struct {
 	rabbitmq.NopMonitor
-	blocked chan string
+	blocked   chan string
+	unblocked chan struct{}
 }
 
-func (m blockWatcher) ConnectionBlocked(reason string) {
+func newAlarmWatcher() alarmWatcher {
+	return alarmWatcher{blocked: make(chan string, 1), unblocked: make(chan struct{}, 1)}
+}
+
+func (m alarmWatcher) ConnectionBlocked(reason string) {
 	select {
 	case m.blocked <- reason:
 	default:
 	}
 }
 
+func (m alarmWatcher) ConnectionUnblocked() {
+	select {
+	case m.unblocked <- struct{}{}:
+	default:
+	}
+}
+
+// tally counts the writes of an alarm test by what their results say.
+type tally struct {
+	landed int // confirmed
+	maybe  int // written before the block, so of unknown arrival
+}
+
+// count classifies one write's result, failing the test on anything but
+// landed or paused.
+func (c *tally) count(t *testing.T, what string, err error) {
+	t.Helper()
+	switch {
+	case err == nil:
+		c.landed++
+	case errors.Is(err, messaging.ErrPublishingPaused) && errors.Is(err, messaging.ErrArrivalUnknown):
+		c.maybe++ // written before the block: may land when the alarm clears
+	case errors.Is(err, messaging.ErrPublishingPaused):
+		// paused before it was written
+	default:
+		t.Fatalf("%s = %v; want it landed or paused", what, err)
+	}
+}
+
+// writeUntilBlocked writes one message at a time until the broker, whose
+// alarm is rising, blocks the connection (it does so when the connection next
+// publishes), and returns the broker's reason. The write under way then must
+// not wait out the broker timeout: it fails fast as paused.
+func (c *tally) writeUntilBlocked(t *testing.T, ctx context.Context, w messaging.Writer, queue string, m alarmWatcher) string {
+	t.Helper()
+	deadline := time.After(alarmBound)
+	for {
+		result := make(chan error, 1)
+		go func() {
+			_, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
+			result <- err
+		}()
+		select {
+		case err := <-result:
+			c.count(t, "a write as the alarm rose", err)
+		case reason := <-m.blocked:
+			select {
+			case err := <-result:
+				c.count(t, "the write under way when the connection was blocked", err)
+			case <-time.After(fastFailure):
+				t.Fatalf("the write under way when the broker blocked the connection did not fail fast (within %s)", fastFailure)
+			}
+			return reason
+		case <-deadline:
+			t.Fatalf("the broker did not block the connection within %s of set_vm_memory_high_watermark 0.000001 (%d writes landed meanwhile); alarms: %s",
+				alarmBound, c.landed, testenv.Rabbitmqctl(t, "eval", "rabbit_alarm:get_alarms()."))
+		}
+	}
+}
+
+// raiseMemoryAlarm sets the watermark so low that the broker raises its
+// memory alarm, and makes sure, when the test ends, that the alarm has
+// cleared before the exclusive broker lock is released.
+func raiseMemoryAlarm(t *testing.T) {
+	t.Cleanup(func() {
+		testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
+		eventually(t, alarmBound, "the memory alarm clearing", func() bool {
+			return !strings.Contains(testenv.Rabbitmqctl(t, "eval", "rabbit_alarm:get_alarms()."), "memory")
+		})
+	})
+	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.000001")
+}
+
 func TestMemoryAlarmPausesPublishingUntilItClears(t *testing.T) {
 	b := newBroker(t, testenv.Disrupt(t))
 	queue := b.queue("alarm")
-	monitor := blockWatcher{blocked: make(chan string, 1)}
-	connector := rabbitmq.New(rabbitmq.Options.Address(b.url), rabbitmq.Options.BrokerTimeout(20*time.Second), rabbitmq.Options.Monitor(monitor))
+	monitor := newAlarmWatcher()
+	connector := rabbitmq.New(rabbitmq.Options.Address(b.url), rabbitmq.Options.BrokerTimeout(alarmBound), rabbitmq.Options.Monitor(monitor))
 	t.Cleanup(func() { _ = connector.Close() })
-	conn, err := connector.Connect(testContext(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*alarmBound)
+	defer cancel()
+	conn, err := connector.Connect(ctx)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
 	w := openWriter(t, conn)
-	ctx := testContext(t)
-	if _, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue}); err != nil {
-		t.Fatalf("write before the alarm: %v", err)
-	}
-	landed := 1
+	var writes tally
+	writes.count(t, "the write before the alarm", func() error { _, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue}); return err }())
 
-	t.Cleanup(func() { testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4") })
-	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.000001")
-	// The broker raises the alarm a moment after the watermark changes.
-	eventually(t, 20*time.Second, "the memory alarm", func() bool {
-		return strings.Contains(testenv.Rabbitmqctl(t, "eval", "rabbit_alarm:get_alarms()."), "memory")
-	})
-
-	// The broker blocks a connection when it next publishes, so this message is
-	// usually written before the block is known. It must not wait out the
-	// broker timeout: it fails fast as paused, and says it may still arrive.
-	first := make(chan error, 1)
-	go func() {
-		_, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
-		first <- err
-	}()
-	select {
-	case reason := <-monitor.blocked:
-		if !strings.Contains(reason, "memory") {
-			t.Errorf("blocked for %q; want the memory alarm", reason)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the broker never blocked the connection")
-	}
-	maybe := 0
-	select {
-	case err := <-first:
-		switch {
-		case err == nil:
-			landed++
-		case errors.Is(err, messaging.ErrPublishingPaused) && errors.Is(err, messaging.ErrArrivalUnknown):
-			maybe++ // written before the block: may land when the alarm clears
-		case errors.Is(err, messaging.ErrPublishingPaused):
-			// paused before it was written
-		default:
-			t.Fatalf("the write made as the alarm rose = %v; want it landed or paused", err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatalf("the write made as the alarm rose did not fail fast once the connection was blocked")
+	raiseMemoryAlarm(t)
+	if reason := writes.writeUntilBlocked(t, ctx, w, queue, monitor); !strings.Contains(reason, "memory") {
+		t.Errorf("blocked for %q; want the memory alarm", reason)
 	}
 
 	started := time.Now()
 	_, err = w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
-	if elapsed := time.Since(started); !errors.Is(err, messaging.ErrPublishingPaused) || elapsed > time.Second {
+	if elapsed := time.Since(started); !errors.Is(err, messaging.ErrPublishingPaused) || elapsed > fastFailure {
 		t.Fatalf("Write while blocked = %v after %s; want ErrPublishingPaused at once", err, elapsed)
 	}
 	if errors.Is(err, messaging.ErrArrivalUnknown) {
@@ -249,12 +303,18 @@ func TestMemoryAlarmPausesPublishingUntilItClears(t *testing.T) {
 	}
 
 	testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
-	eventually(t, 10*time.Second, "publishing after the alarm cleared", func() bool {
-		_, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue})
-		return err == nil
-	})
-	landed++
-	if got := b.count(queue); got < landed || got > landed+maybe {
-		t.Fatalf("the queue holds %d; want %d landed plus at most %d of unknown arrival (a write reported landed was lost, or one reported not sent landed)", got, landed, maybe)
+	select {
+	case <-monitor.unblocked:
+	case <-time.After(alarmBound):
+		t.Fatalf("the broker did not unblock the connection within %s of set_vm_memory_high_watermark 0.4", alarmBound)
+	}
+	if _, err := w.Write(ctx, messaging.Dispatch{RoutingKey: queue}); err != nil {
+		t.Fatalf("Write after the broker unblocked the connection = %v; want it landed", err)
+	}
+	writes.landed++
+	t.Logf("%d writes landed, %d were of unknown arrival", writes.landed, writes.maybe)
+	if got := b.count(queue); got < writes.landed || got > writes.landed+writes.maybe {
+		t.Fatalf("the queue holds %d; want %d landed plus at most %d of unknown arrival (a write reported landed was lost, or one reported not sent landed)",
+			got, writes.landed, writes.maybe)
 	}
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -94,6 +94,7 @@ func (f *WriterFixture) TestEveryMessageIsPublishedBeforeAnyConfirmIsAwaited() {
 }
 
 func (f *WriterFixture) TestPublishesArePersistentAndMandatoryAsAsked() {
+	before := time.Now().Truncate(time.Second)
 	result := f.write(context.Background(),
 		messaging.Dispatch{Topic: "events", RoutingKey: "k", Mandatory: true},
 		messaging.Dispatch{Topic: "events", RoutingKey: "k", Transient: true},
@@ -110,7 +111,8 @@ func (f *WriterFixture) TestPublishesArePersistentAndMandatoryAsAsked() {
 	f.So(second.mandatory, should.BeFalse)
 	f.So(second.msg.DeliveryMode, should.Equal, uint8(1))
 	f.So(first.msg.Headers["x-acemq-origin"], should.Equal, "tests@host")
-	f.So(first.msg.Timestamp, should.Equal, f.h.clock.Now())
+	f.So(first.msg.Timestamp.Before(before), should.BeFalse) // the write's time
+	f.So(first.msg.Timestamp.After(time.Now()), should.BeFalse)
 }
 
 func (f *WriterFixture) TestAReturnIsMatchedToItsMessageByID() {
@@ -139,6 +141,42 @@ func (f *WriterFixture) TestAReturnIsMatchedToItsMessageByID() {
 	f.So(publishErr.Results[1].Err.Error(), should.Equal,
 		`message dropped to exchange "events" with key "order.placed" reached no queue (312 NO_ROUTE); the broker dropped it: messaging: message reached no queue`)
 	f.So(publishErr.Results[2].Err, should.BeNil)
+}
+
+// A Verbatim copy whose id is too long for the message-id property travels
+// with its id in its header only, and so does the broker's return of it.
+func (f *WriterFixture) TestAnUnroutableCopyWhoseIDIsTooLongForThePropertyIsReportedUnroutable() {
+	id := strings.Repeat("i", 300)
+	result := f.write(context.Background(), messaging.Dispatch{RoutingKey: "nowhere", MessageID: id, Mandatory: true, Verbatim: true})
+	published := f.published()
+	f.So(published.msg.MessageId, should.BeEmpty)
+
+	f.channel.ReturnPublished(published)
+	f.channel.Answer(1, true)
+	got := receive(f.T(), result, "Write")
+
+	f.So(got.n, should.Equal, 0)
+	f.So(errors.Is(got.err, messaging.ErrUnroutable), should.BeTrue)
+}
+
+// A return the broker sent before nacking its message is that message's:
+// it is discarded with the nack, not left for a later message of the same id
+// and key to claim.
+func (f *WriterFixture) TestANackDiscardsTheReturnThatCameBeforeIt() {
+	dispatch := messaging.Dispatch{RoutingKey: "q", MessageID: "same", Mandatory: true}
+	first := f.write(context.Background(), dispatch)
+	f.published()
+	f.channel.Return("same", "", "q")
+	f.channel.Answer(1, false)
+	f.So(errors.Is(receive(f.T(), first, "the first Write").err, messaging.ErrRefused), should.BeTrue)
+
+	second := f.write(context.Background(), dispatch)
+	f.published()
+	f.channel.Answer(2, true)
+	got := receive(f.T(), second, "the second Write")
+
+	f.So(got.n, should.Equal, 1)
+	f.So(got.err, should.BeNil)
 }
 
 func (f *WriterFixture) TestANackIsARefusal() {
@@ -214,20 +252,22 @@ func (f *WriterFixture) TestAFullWindowFailsWhenTheContextEndsNamingTheSetting()
 }
 
 func (f *WriterFixture) TestAFullWindowWithNoConfirmWithinTheBrokerTimeoutSeversTheConnection() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, f.aFullWindowWithNoConfirmSevers)
+}
+
+func (f *WriterFixture) aFullWindowWithNoConfirmSevers() {
 	_ = f.connector.Close()
 	f.open(1)
 	abandoned, cancel := context.WithCancel(context.Background())
 	first := f.write(abandoned, messaging.Dispatch{MessageID: "1"})
 	f.published()
 	cancel() // the caller stops waiting; its slot stays taken until a confirm comes
-	f.So(errors.Is(receive(f.T(), first, "the first Write").err, messaging.ErrArrivalUnknown), should.BeTrue)
-	f.So(len(f.h.clock.Active()), should.Equal, 0)
+	f.So(errors.Is((<-first).err, messaging.ErrArrivalUnknown), should.BeTrue)
+	started := time.Now()
 
-	second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
-	f.h.clock.awaitActive(f.T(), 1)
-	f.h.clock.Expire()
-	got := receive(f.T(), second, "the second Write")
+	got := <-f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
 
+	f.So(time.Since(started), should.Equal, DefaultBrokerTimeout) // the first write's bound was stopped
 	f.So(got.n, should.Equal, 0)
 	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
 	f.So(errors.Is(got.err, messaging.ErrTooManyOutstanding), should.BeFalse)
@@ -239,55 +279,53 @@ func (f *WriterFixture) TestAFullWindowWithNoConfirmWithinTheBrokerTimeoutSevers
 }
 
 func (f *WriterFixture) TestAFullWindowWhileTheBrokerStillConfirmsIsTooManyOutstandingWithoutSevering() {
-	_ = f.connector.Close()
-	f.open(1)
-	abandoned, cancel := context.WithCancel(context.Background())
-	first := f.write(abandoned, messaging.Dispatch{MessageID: "1"})
-	f.published()
-	cancel()
-	receive(f.T(), first, "the first Write")
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		_ = f.connector.Close()
+		f.open(1)
+		abandoned, cancel := context.WithCancel(context.Background())
+		first := f.write(abandoned, messaging.Dispatch{MessageID: "1"})
+		f.published()
+		cancel()
+		<-first
 
-	second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
-	f.h.clock.awaitActive(f.T(), 1)
-	p := f.writer.(*writer).pub
-	f.channel.Answer(99, true) // a confirm that frees no slot this write can take
-	for deadline := time.Now().Add(waitLimit); p.confirmed.Load() == 0; {
-		if time.Now().After(deadline) {
-			f.T().Fatalf("the drainer never counted the confirm")
-		}
-		runtime.Gosched()
-	}
-	f.h.clock.Expire()
-	got := receive(f.T(), second, "the second Write")
+		second := f.write(context.Background(), messaging.Dispatch{MessageID: "2"})
+		synctest.Wait()            // the second write waits for a slot
+		f.channel.Answer(99, true) // a confirm that frees no slot this write can take
+		synctest.Wait()            // the drainer has counted it
+		got := <-second
 
-	f.So(errors.Is(got.err, messaging.ErrTooManyOutstanding), should.BeTrue)
-	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeFalse)
-	f.So(f.raw.isSevered(), should.BeFalse)
+		f.So(errors.Is(got.err, messaging.ErrTooManyOutstanding), should.BeTrue)
+		f.So(errors.Is(got.err, ErrPublishTimeout), should.BeFalse)
+		f.So(f.raw.isSevered(), should.BeFalse)
+	})
 }
 
 func (f *WriterFixture) TestAConfirmNotArrivingWithinTheBrokerTimeoutSeversTheConnection() {
-	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
-	f.published()
-	f.h.clock.awaitOnly(f.T(), 1)
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		started := time.Now()
 
-	f.h.clock.Expire()
-	got := receive(f.T(), result, "Write")
+		got := <-f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
 
-	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
-	f.So(f.raw.isSevered(), should.BeTrue)
-	f.So(f.h.logs.String(), should.ContainSubstring, "AMQP publish did not complete within [30s]; severing the connection.")
-	f.h.monitor.await(f.T(), "closed")
+		f.So(time.Since(started), should.Equal, DefaultBrokerTimeout)
+		f.So(len(f.channel.published), should.Equal, 1)
+		f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
+		f.So(f.raw.isSevered(), should.BeTrue)
+		f.So(f.h.logs.String(), should.ContainSubstring, "AMQP publish did not complete within [30s]; severing the connection.")
+		f.h.monitor.await(f.T(), "closed")
+	})
 }
 
 func (f *WriterFixture) TestAPublishStuckInTheSocketIsSeveredAtTheBrokerTimeout() {
+	inBubble(f.T(), f, f.Setup, f.Teardown, f.aPublishStuckInTheSocketIsSevered)
+}
+
+func (f *WriterFixture) aPublishStuckInTheSocketIsSevered() {
 	f.channel.Block("Publish")
-	result := f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
-	f.channel.awaitCall(f.T(), "Publish")
-	f.So(len(f.h.clock.Active()), should.Equal, 1) // the write's bound, which also bounds its publishes
+	started := time.Now()
 
-	f.h.clock.Expire()
-	got := receive(f.T(), result, "Write")
+	got := <-f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
 
+	f.So(time.Since(started), should.Equal, DefaultBrokerTimeout) // one bound for the write and its publishes
 	f.So(got.n, should.Equal, 0)
 	f.So(errors.Is(got.err, ErrPublishTimeout), should.BeTrue)
 	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeFalse)
@@ -603,15 +641,17 @@ func (f *WriterFixture) TestAMessageThatWasNotMandatoryClaimsNoReturn() {
 // connection does (arrival unknown). It is never reported as not published
 // while the broker may hold it, nor as confirmed and failed at once.
 func (f *WriterFixture) TestAPublishOnTheWireWhenTheBoundPassesIsNotReportedUnsent() {
-	f.channel.AfterPublish(func() {
-		f.channel.Answer(1, true)
-		f.h.clock.Expire()
+	inBubble(f.T(), f, f.Setup, f.Teardown, func() {
+		f.channel.AfterPublish(func() {
+			f.channel.Answer(1, true)
+			pass(DefaultBrokerTimeout) // the bound passes before Publish returns
+		})
+		got := <-f.write(context.Background(), messaging.Dispatch{MessageID: "1"})
+		if got.err == nil {
+			f.So(got.n, should.Equal, 1)
+			return
+		}
+		f.So(got.n, should.Equal, 0)
+		f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
 	})
-	got := receive(f.T(), f.write(context.Background(), messaging.Dispatch{MessageID: "1"}), "Write")
-	if got.err == nil {
-		f.So(got.n, should.Equal, 1)
-		return
-	}
-	f.So(got.n, should.Equal, 0)
-	f.So(errors.Is(got.err, messaging.ErrArrivalUnknown), should.BeTrue)
 }

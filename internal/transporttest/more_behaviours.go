@@ -131,3 +131,48 @@ func unknownAcknowledgement(h *harness) {
 	h.acknowledge(s, two) // the failed call acknowledged nothing, and the stream still works
 	h.nothing(s)
 }
+
+// requeueOne returns one delivery of three to its queue through the stream's
+// messaging.Requeuer, found with messaging.As: only that one comes back,
+// marked redelivered, and the same stream goes on reading.
+func requeueOne(h *harness) {
+	queue := h.queue()
+	conn := h.connect()
+	s := h.declared(conn, queue, 10)
+	requeuer, ok := messaging.As[messaging.Requeuer](s)
+	if !ok {
+		h.t.Fatalf("the stream %T implements no messaging.Requeuer", s)
+	}
+	h.write(conn, toQueue(queue, "A"), toQueue(queue, "B"), toQueue(queue, "C"))
+	a, b, c := h.read(s), h.read(s), h.read(s)
+	if got := string(a.Payload) + string(b.Payload) + string(c.Payload); got != "ABC" {
+		h.t.Fatalf("read %q; want A, B, C in order", got)
+	}
+	if err := requeuer.Requeue(h.context(), b); err != nil {
+		h.t.Fatalf("requeue B: %v", err)
+	}
+	h.acknowledge(s, a, c)
+
+	again := h.read(s)
+	if string(again.Payload) != "B" || !again.Redelivered {
+		h.t.Fatalf("after requeue read %q (redelivered %t); want B, redelivered", again.Payload, again.Redelivered)
+	}
+	h.acknowledge(s, again)
+	h.write(conn, toQueue(queue, "D"))
+	if d := h.read(s); string(d.Payload) != "D" || d.Redelivered {
+		h.t.Fatalf("then read %q (redelivered %t); want D, not redelivered", d.Payload, d.Redelivered)
+	} else {
+		h.acknowledge(s, d)
+	}
+	h.nothing(s)
+
+	if err := requeuer.Requeue(h.context(), again); err == nil {
+		h.t.Fatalf("requeue of a delivery acknowledged already succeeded; want an error")
+	}
+	if err := s.Close(); err != nil {
+		h.t.Fatalf("close stream: %v", err)
+	}
+	if err := requeuer.Requeue(h.context(), again); !errors.Is(err, messaging.ErrClosed) {
+		h.t.Fatalf("requeue after the stream closed = %v; want an error matching messaging.ErrClosed", err)
+	}
+}

@@ -1,8 +1,9 @@
 // Package transporttest is a conformance suite for messaging.Connector
 // implementations: the behaviours the RabbitMQ and in-memory transports share
 // (routing through a topic to a bound queue, honest unroutable errors, requeue
-// order, redeclare mismatches, the envelope round trip, prefetch, CommitWriter
-// commit and rollback, and the wire limits that refuse one dispatch alone). Each transport's tests call Run.
+// order, one delivery requeued alone, redeclare mismatches, the envelope round
+// trip, prefetch, CommitWriter commit and rollback, and the wire limits that
+// refuse one dispatch alone). Each transport's tests call Run.
 package transporttest
 
 import (
@@ -39,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"NonMandatoryUnroutableIsDroppedSilently", nonMandatoryUnroutable},
 		{"UnacknowledgedComeBackFirstInOrderMarkedRedelivered", requeueOrder},
 		{"ConnectionCloseRequeuesUnacknowledged", connectionCloseRequeues},
+		{"RequeueReturnsOneDeliveryWhileTheStreamGoesOn", requeueOne},
 		{"AStreamOverAQueueDeclaredDifferentlyUsesItAsItIs", redeclareMismatch},
 		{"EnvelopeRoundTrip", envelopeRoundTrip},
 		{"EnvelopeDefaults", envelopeDefaults},
@@ -52,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Target) {
 		{"AFieldOverItsWireLimitIsRefusedAloneAndTheOthersArePublished", wireLimitRefusesAlone},
 		{"ACommitRefusesAFieldOverItsWireLimitAloneAndPublishesTheOthers", wireLimitRefusesAloneOnCommit},
 		{"AVerbatimCopyWithOverLongEnvelopeValuesTravelsWhole", verbatimCopyTravels},
+		{"AnUnroutableVerbatimCopyWithAnOverLongIDIsReportedUnroutable", verbatimCopyUnroutable},
 		{"ExclusiveQueueIsLockedToItsConnection", exclusiveQueue},
 		{"ClosedStreamsAndWritersFailClosed", closedFailClosed},
 		{"AcknowledgingAnUnknownDeliveryAcknowledgesNone", unknownAcknowledgement},

@@ -3,6 +3,7 @@ package transporttest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -201,30 +202,34 @@ func inspectQueue(h *harness) {
 // a moment behind a confirm), failing after the suite's wait.
 func (h *harness) awaitState(d messaging.Declarer, queue string, want messaging.QueueState) {
 	h.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
+	h.until(func() (bool, string) {
 		got, err := d.InspectQueue(h.context(), queue)
-		if err == nil && got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("inspect %s = %+v, %v; want %+v", queue, got, err, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && got == want, fmt.Sprintf("inspect %s = %+v, %v; want %+v", queue, got, err, want)
+	})
 }
 
 // awaitGone inspects queue until it is not found.
 func (h *harness) awaitGone(d messaging.Declarer, queue, why string) {
 	h.t.Helper()
+	h.until(func() (bool, string) {
+		_, err := d.InspectQueue(h.context(), queue)
+		return errors.Is(err, messaging.ErrNotFound), fmt.Sprintf("queue %s still there %s: %v", queue, why, err)
+	})
+}
+
+// until calls check until it reports done, and fails after the suite's wait
+// with what check saw last. It polls in real time: a broker's counts change
+// on the broker's own clock, a moment behind the calls that change them.
+func (h *harness) until(check func() (done bool, saw string)) {
+	h.t.Helper()
 	deadline := time.Now().Add(wait)
 	for {
-		_, err := d.InspectQueue(h.context(), queue)
-		if errors.Is(err, messaging.ErrNotFound) {
+		done, saw := check()
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			h.t.Fatalf("queue %s still there %s: %v", queue, why, err)
+			h.t.Fatal(saw)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

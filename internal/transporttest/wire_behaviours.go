@@ -196,3 +196,23 @@ func verbatimCopyTravels(h *harness) {
 		h.t.Fatalf("read id %q, correlation %q, type %q; want the Verbatim copy's whole values", wire.Shorten(d.MessageID), wire.Shorten(d.CorrelationID), wire.Shorten(d.MessageType))
 	}
 }
+
+// A Verbatim copy whose id is too long for the message-id property, sent to
+// a queue that does not exist, is reported unroutable: the broker's return
+// of it carries the id in its header only.
+func verbatimCopyUnroutable(h *harness) {
+	missing := h.queue() // named, never declared
+	copied := toQueue(missing, "set aside")
+	copied.MessageID, copied.Verbatim = "id-"+overLong, true
+	w, err := h.connect().Writer(h.context())
+	if err != nil {
+		h.t.Fatalf("open writer: %v", err)
+	}
+	defer func() { _ = w.Close() }()
+
+	n, err := w.Write(h.context(), copied)
+
+	if n != 0 || !errors.Is(err, messaging.ErrUnroutable) {
+		h.t.Fatalf("write of an unroutable Verbatim copy with a %d-byte id = %d, %v; want 0 and an error matching messaging.ErrUnroutable", len(copied.MessageID), n, err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/warrenmq/messaging"
 )
 
@@ -53,6 +55,10 @@ type Properties struct {
 	MessageID     string
 	CorrelationID string
 	Type          string
+	// ReplyTo, ContentType and ContentEncoding are the envelope's, as they are.
+	ReplyTo         string
+	ContentType     string
+	ContentEncoding string
 	// Timestamp is the dispatch's, else now.
 	Timestamp time.Time
 	// Expiration is the TTL in decimal milliseconds, rounded up; empty: none.
@@ -65,9 +71,8 @@ type Properties struct {
 // returns it with the properties, filling the envelope defaults: a new id,
 // correlation = id, type = routing key, version and attempt 1, first seen =
 // now, origin = defaultOrigin, timestamp = now. Application header values are
-// put in the map as they are (a transport converts them to its own table
-// type); the envelope's are strings, int32 and int64 (first seen in Unix
-// milliseconds). It does not check d: run Check first. A transport encoding
+// put in the map in the form amqp091 writes (TableValue); the envelope's are
+// strings, int32 and int64 (first seen in Unix milliseconds). It does not check d: run Check first. A transport encoding
 // many dispatches at once uses an Encoder, which writes the same maps.
 func Encode(d messaging.Dispatch, now time.Time, defaultOrigin string) (map[string]any, Properties) {
 	e := NewEncoder(now, defaultOrigin)
@@ -98,75 +103,79 @@ func NewEncoder(now time.Time, defaultOrigin string) Encoder {
 
 // Encode writes d as Encode(d, now, defaultOrigin) does.
 func (e *Encoder) Encode(d messaging.Dispatch) (map[string]any, Properties) {
-	id := d.MessageID
+	env := d.Envelope()
+	id := env.MessageID
 	if id == "" {
 		id = messaging.NewID()
 	}
-	correlation := d.CorrelationID
-	if correlation == "" {
-		correlation = id
-	}
-	messageType := d.MessageType
-	if messageType == "" {
-		messageType = d.RoutingKey
-	}
-	origin := d.Origin
-	if origin == "" {
-		origin = e.defaultOrigin
-	}
-	timestamp := d.Timestamp
+	correlation := firstString(env.CorrelationID, id)
+	messageType := firstString(env.MessageType, d.RoutingKey)
+	timestamp := env.Timestamp
 	if timestamp.IsZero() {
 		timestamp = e.now
 	}
 
-	// Sized exactly: a map of up to 8 entries is a single group, which one
-	// sized for more than 8 is not (two allocations more per message).
-	headers := make(map[string]any, len(d.Headers)+5+nonEmpty(messageType, d.CausationID, origin, d.Error, d.Claim)+routeHeaders(d))
-	for name, value := range d.Headers {
-		headers[name] = value
-	}
+	headers := e.headers(d, env, messageType)
 	boxedID := any(id) // boxed once: the correlation is usually the id
 	headers[HeaderID] = boxedID
 	if messageType != "" {
 		headers[HeaderType] = e.boxType(messageType)
 	}
-	headers[HeaderVersion] = AtLeastOne(d.Version)
+	headers[HeaderVersion] = AtLeastOne(env.Version)
 	if correlation == id {
 		headers[HeaderCorrelation] = boxedID
 	} else {
 		headers[HeaderCorrelation] = correlation
 	}
-	putString(headers, HeaderCausation, d.CausationID)
-	headers[HeaderAttempt] = AtLeastOne(d.Attempt)
-	if d.FirstSeen.IsZero() {
+	putString(headers, HeaderCausation, env.CausationID)
+	headers[HeaderAttempt] = AtLeastOne(env.Attempt)
+	if env.FirstSeen.IsZero() {
 		headers[HeaderFirstSeen] = e.boxNow()
 	} else {
-		headers[HeaderFirstSeen] = d.FirstSeen.UnixMilli()
+		headers[HeaderFirstSeen] = env.FirstSeen.UnixMilli()
 	}
-	if d.Origin == "" {
-		if origin != "" {
-			headers[HeaderOrigin] = e.boxOrigin()
-		}
-	} else {
-		headers[HeaderOrigin] = origin
+	if env.Origin != "" {
+		headers[HeaderOrigin] = env.Origin
+	} else if e.defaultOrigin != "" {
+		headers[HeaderOrigin] = e.boxOrigin()
 	}
-	putString(headers, HeaderError, d.Error)
-	putString(headers, HeaderClaim, d.Claim)
-	if len(d.Route) > 0 {
-		headers[HeaderRoute] = strings.Join(d.Route, ",")
-		headers[HeaderRoutePosition] = ClampInt32(max(d.RoutePosition, 0))
-		putString(headers, HeaderRouteID, d.RouteID)
+	putString(headers, HeaderError, env.Error)
+	putString(headers, HeaderClaim, env.Claim)
+	if len(env.Route) > 0 {
+		headers[HeaderRoute] = strings.Join(env.Route, ",")
+		headers[HeaderRoutePosition] = ClampInt32(max(env.RoutePosition, 0))
+		putString(headers, HeaderRouteID, env.RouteID)
 	}
 
 	return headers, Properties{
-		ID:            id,
-		MessageID:     propertyOf(id),
-		CorrelationID: propertyOf(correlation),
-		Type:          propertyOf(d.MessageType),
-		Timestamp:     timestamp,
-		Expiration:    ExpirationMillis(d.Expiration),
-		Persistent:    !d.Transient,
+		ID:              id,
+		MessageID:       propertyOf(id),
+		CorrelationID:   propertyOf(correlation),
+		Type:            propertyOf(env.MessageType),
+		ReplyTo:         env.ReplyTo,
+		ContentType:     env.ContentType,
+		ContentEncoding: env.ContentEncoding,
+		Timestamp:       timestamp,
+		Expiration:      ExpirationMillis(env.Expiration),
+		Persistent:      !d.Transient,
 	}
+}
+
+// headers makes the map of d's headers: its application headers in the form
+// amqp091 writes them, and room for the envelope's.
+func (e *Encoder) headers(d messaging.Dispatch, env messaging.Envelope, messageType string) map[string]any {
+	origin := firstString(env.Origin, e.defaultOrigin)
+	// Sized exactly: a map of up to 8 entries is a single group, which one
+	// sized for more than 8 is not (two allocations more per message).
+	headers := make(map[string]any, len(d.Headers)+5+nonEmpty(messageType, env.CausationID, origin, env.Error, env.Claim)+routeHeaders(env))
+	for name, value := range d.Headers {
+		switch value.(type) {
+		case int, []any, amqp.Table, map[string]any:
+			value = TableValue(value)
+		}
+		headers[name] = value
+	}
+	return headers
 }
 
 // boxNow is the encoder's time in Unix milliseconds, as a header value.
@@ -205,57 +214,70 @@ func nonEmpty(values ...string) int {
 	return n
 }
 
-// routeHeaders is how many route headers d travels with.
-func routeHeaders(d messaging.Dispatch) int {
-	if len(d.Route) == 0 {
+// routeHeaders is how many route headers env travels with.
+func routeHeaders(env messaging.Envelope) int {
+	if len(env.Route) == 0 {
 		return 0
 	}
-	return 2 + nonEmpty(d.RouteID)
+	return 2 + nonEmpty(env.RouteID)
 }
 
-// Decode reads the envelope fields of target from headers and props,
-// tolerantly: each comes from its header, else its property, else its default
-// (a new id; type = target.RoutingKey, which the transport sets first;
-// correlation = id; version and attempt 1). It sets target.Expiration from
-// props.Expiration and target.Headers to the headers outside the reserved
-// namespace (nil when there are none); the transport's own fields (delivery
-// id, queue, exchange, timestamp, payload, ...) are left to the caller.
+// Decode reads the envelope of target from headers and props (DecodeEnvelope,
+// with target.RoutingKey, which the transport sets first) and sets
+// target.Headers to the headers outside the reserved namespace (nil when
+// there are none); the transport's own fields (delivery id, queue, exchange,
+// payload, ...) are left to the caller.
 func Decode(headers map[string]any, props Properties, target *messaging.Delivery) {
-	h := headers
-	target.MessageID = firstString(Text(h[HeaderID]), props.MessageID)
-	if target.MessageID == "" {
-		target.MessageID = messaging.NewID()
-	}
-	target.MessageType = firstString(Text(h[HeaderType]), props.Type, target.RoutingKey)
-	target.CorrelationID = firstString(Text(h[HeaderCorrelation]), props.CorrelationID, target.MessageID)
-	target.CausationID = Text(h[HeaderCausation])
-	version, _ := Integer(h[HeaderVersion])
-	target.Version = PositiveOrOne(version)
-	attempt, _ := Integer(h[HeaderAttempt])
-	target.Attempt = PositiveOrOne(attempt)
-	if firstSeen, ok := Millis(h[HeaderFirstSeen]); ok {
-		target.FirstSeen = firstSeen
-	}
-	target.Origin = Text(h[HeaderOrigin])
-	target.Error = Text(h[HeaderError])
-	target.Claim = Text(h[HeaderClaim])
-	if route := Text(h[HeaderRoute]); route != "" {
-		target.Route = strings.Split(route, ",")
-		position, _ := Integer(h[HeaderRoutePosition])
-		target.RoutePosition = int(max(position, 0))
-		target.RouteID = Text(h[HeaderRouteID])
-	}
-	target.Expiration = ParseExpiration(props.Expiration)
-
-	for name, value := range h {
+	target.SetEnvelope(DecodeEnvelope(headers, props, target.RoutingKey))
+	target.Headers = nil
+	for name, value := range headers {
 		if IsReserved(name) {
 			continue
 		}
 		if target.Headers == nil {
-			target.Headers = make(map[string]any, len(h))
+			target.Headers = make(map[string]any, len(headers))
 		}
 		target.Headers[name] = value
 	}
+}
+
+// DecodeEnvelope reads an envelope from headers and props, tolerantly: each
+// field comes from its header, else its property, else its default (a new
+// id; type = routingKey; correlation = id; version and attempt 1).
+func DecodeEnvelope(headers map[string]any, props Properties, routingKey string) messaging.Envelope {
+	h := headers
+	id := firstString(Text(h[HeaderID]), props.MessageID)
+	if id == "" {
+		id = messaging.NewID()
+	}
+	version, _ := Integer(h[HeaderVersion])
+	attempt, _ := Integer(h[HeaderAttempt])
+	env := messaging.Envelope{
+		MessageID:       id,
+		CorrelationID:   firstString(Text(h[HeaderCorrelation]), props.CorrelationID, id),
+		CausationID:     Text(h[HeaderCausation]),
+		ReplyTo:         props.ReplyTo,
+		MessageType:     firstString(Text(h[HeaderType]), props.Type, routingKey),
+		Version:         PositiveOrOne(version),
+		ContentType:     props.ContentType,
+		ContentEncoding: props.ContentEncoding,
+		Attempt:         PositiveOrOne(attempt),
+		Origin:          Text(h[HeaderOrigin]),
+		Error:           Text(h[HeaderError]),
+		Claim:           Text(h[HeaderClaim]),
+		Expiration:      ParseExpiration(props.Expiration),
+		Timestamp:       props.Timestamp,
+	}
+	if firstSeen, ok := Millis(h[HeaderFirstSeen]); ok {
+		env.FirstSeen = firstSeen
+	}
+	if route := Text(h[HeaderRoute]); route != "" {
+		env.Route = strings.Split(route, ",")
+		position, _ := Integer(h[HeaderRoutePosition])
+		env.RoutePosition = int(max(position, 0))
+		env.RouteID = Text(h[HeaderRouteID])
+	}
+	return env
 }
 
 // propertyOf is value when it fits an AMQP short-string property, else empty.

@@ -27,6 +27,7 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 			CausationID: causation, Origin: origin, Error: errText, Claim: claim, RouteID: routeID,
 			Version: version, Attempt: attempt, RoutePosition: position,
 			Expiration: time.Duration(ttl % (1 << 50)), Transient: transient, Verbatim: true,
+			ReplyTo: "replies", ContentType: "application/json", ContentEncoding: "gzip",
 			Headers: map[string]any{headerName: text, headerName + "-n": number, headerName + "-b": number%2 == 0},
 		}
 		if route != "" {
@@ -79,6 +80,9 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 			Claim:         claim,
 			Expiration:    RoundExpiration(d.Expiration),
 			Headers:       d.Headers,
+			Timestamp:     now,
+
+			ReplyTo: "replies", ContentType: "application/json", ContentEncoding: "gzip",
 		}
 		if route != "" {
 			want.Route = d.Route

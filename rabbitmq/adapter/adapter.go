@@ -54,5 +54,8 @@ type Channel interface {
 	Consume(queue, consumer string, autoAck, exclusive, noLocal, noWait bool, args amqp.Table) (<-chan amqp.Delivery, error)
 	Cancel(consumer string, noWait bool) error
 	Ack(tag uint64, multiple bool) error
+	// Nack is basic.nack; with requeue the broker returns the delivery to its
+	// queue.
+	Nack(tag uint64, multiple, requeue bool) error
 	Close() error
 }
