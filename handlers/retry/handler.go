@@ -51,7 +51,7 @@ type handler struct {
 func New(inner messaging.Handler, options ...Option) messaging.Handler {
 	config := newConfig(options)
 	if err := config.policy.Err(); err != nil {
-		config.logger.Error(fmt.Sprintf("Retry policy [%s] has invalid inputs [%v]; using them as corrected.", config.policy, err),
+		config.logger.Error("Retry policy has invalid inputs; using them as corrected.",
 			slog.String("policy", config.policy.String()), slog.Any("error", err))
 	}
 	return &handler{inner: inner, config: config}
@@ -83,18 +83,18 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		held.end()
 		h.config.monitor.HandleAttempted(attempt, value)
 		if isFatal(value) {
-			h.log(ctx, "Handler failed with a fatal error; not retrying.", attempt, value, stack, 0)
+			h.gaveUp(ctx, msgFatal, attempt, value, stack)
 			panic(value)
 		}
 		if attempt >= h.config.policy.MaxAttempts() {
-			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.policy.MaxAttempts()), attempt, value, stack, 0)
+			h.gaveUp(ctx, msgGivingUp, attempt, value, stack)
 			panic(value)
 		}
 		var delay time.Duration
 		if !h.immediate(value) {
 			delay = h.config.wait(attempt)
 		}
-		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, delay), attempt, value, stack, delay)
+		h.retrying(ctx, attempt, value, stack, delay)
 		if err := wait.For(ctx, delay); err != nil {
 			panic(stopped(attempt, err, value))
 		}
@@ -122,13 +122,32 @@ func (h *handler) try(ctx context.Context, messages []any) (failed bool, value a
 	return failed, nil, nil
 }
 
-func (h *handler) log(ctx context.Context, message string, attempt int, value any, stack []byte, wait time.Duration) {
-	attrs := []slog.Attr{
-		slog.Int("attempt", attempt),
-		slog.Any("panic", value),
+// The log lines of a failed attempt: constant messages, the values as
+// attributes, so a log pipeline can group them.
+const (
+	msgRetrying = "Handler failed; retrying."
+	msgGivingUp = "Handler failed on its last attempt; giving up."
+	msgFatal    = "Handler failed with a fatal error; not retrying."
+	msgStack    = "Stack of a handler failure that will be retried."
+)
+
+// retrying logs an attempt that will be retried: WARN without the stack,
+// which goes to a DEBUG line of its own.
+func (h *handler) retrying(ctx context.Context, attempt int, value any, stack []byte, delay time.Duration) {
+	logger := h.config.logger
+	logger.LogAttrs(ctx, slog.LevelWarn, msgRetrying,
+		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()),
+		slog.Duration("wait", delay), slog.Any("panic", value))
+	if len(stack) > 0 && logger.Enabled(ctx, slog.LevelDebug) {
+		logger.LogAttrs(ctx, slog.LevelDebug, msgStack, slog.Int("attempt", attempt), slog.String("stack", string(stack)))
 	}
-	if wait > 0 {
-		attrs = append(attrs, slog.Duration("wait", wait))
+}
+
+// gaveUp logs the failure that goes on to settlement: ERROR, with the stack
+// when Options.LogStackTrace is on.
+func (h *handler) gaveUp(ctx context.Context, message string, attempt int, value any, stack []byte) {
+	attrs := []slog.Attr{
+		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()), slog.Any("panic", value),
 	}
 	if len(stack) > 0 {
 		attrs = append(attrs, slog.String("stack", string(stack)))

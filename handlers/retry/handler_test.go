@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -99,9 +100,28 @@ func (f *HandlerFixture) TestPanicsAreRetriedWithTheSameBatchUntilSuccess() {
 	f.So(f.monitor.results[0], should.Equal, "first")
 	f.So(f.monitor.results[1], should.Resemble, errors.New("second"))
 	f.So(f.monitor.results[2], should.BeNil)
-	f.So(f.logs.String(), should.ContainSubstring, "level=ERROR")
-	f.So(f.logs.String(), should.ContainSubstring, "panic=first")
-	f.So(f.logs.String(), should.ContainSubstring, "stack=")
+	f.So(f.logs.String(), should.ContainSubstring, `level=WARN msg="Handler failed; retrying." attempt=1 attempts=5 wait=1s panic=first`)
+	f.So(f.logs.String(), should.NotContainSubstring, "level=ERROR") // it was retried, not given up
+	f.So(f.logs.String(), should.NotContainSubstring, "stack=")      // the stack is DEBUG's
+}
+
+func (f *HandlerFixture) TestARetriedAttemptsStackIsLoggedAtDebug() {
+	f.inner.failures = []any{"first"}
+	f.options = append(f.options, Options.Logger(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+
+	f.handle()
+
+	f.So(f.logs.String(), should.ContainSubstring, `level=DEBUG msg="Stack of a handler failure that will be retried." attempt=1 stack=`)
+}
+
+func (f *HandlerFixture) TestTheFailureThatGivesUpIsAnErrorWithItsStack() {
+	f.inner.failures = []any{"one", "two"}
+
+	f.handle(Options.Policy(retrypolicy.Fixed(2, time.Second)))
+
+	logs := f.logs.String()
+	f.So(strings.Count(logs, "level=WARN"), should.Equal, 1)
+	f.So(logs, should.ContainSubstring, `level=ERROR msg="Handler failed on its last attempt; giving up." attempt=2 attempts=2 panic=two stack=`)
 }
 
 func (f *HandlerFixture) TestExponentialWaitsDoubleUpToMaxBackoff() {
@@ -125,7 +145,7 @@ func (f *HandlerFixture) TestTheDefaultBudgetIsFiveAttemptsOfTheDefaultPolicy() 
 	f.So(f.inner.waits(), should.Equal, []time.Duration{ // the jitter's midpoint: the schedule
 		time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 	})
-	f.So(f.logs.String(), should.ContainSubstring, "Handler failed on attempt [5] of [5]; giving up.")
+	f.So(f.logs.String(), should.ContainSubstring, `msg="Handler failed on its last attempt; giving up." attempt=5 attempts=5`)
 }
 
 func (f *HandlerFixture) TestAPolicyStatesTheAttemptsAndTheWaits() {
@@ -254,7 +274,7 @@ func (f *HandlerFixture) TestAnHourLongWaitEndsAtOnceOnCancellation() {
 func (f *HandlerFixture) TestStackTraceCanBeOmitted() {
 	f.inner.failures = []any{"fail"}
 
-	f.handle(Options.LogStackTrace(false))
+	f.handle(Options.LogStackTrace(false), Options.Policy(retrypolicy.None()))
 
 	f.So(f.logs.String(), should.NotContainSubstring, "stack=")
 }

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -31,10 +30,10 @@ func (w *hold) wait(cause error) error {
 		w.since = time.Now()
 		c.monitor.OutageStarted(cause)
 		c.logger.LogAttrs(w.ctx, slog.LevelWarn,
-			fmt.Sprintf("Handler is waiting on an outage [%v]; holding [%d] message(s) and trying again in [%s], without counting attempts, until the dependency answers.", cause, w.count, delay),
+			"Handler is waiting on an outage; holding its messages and trying again, without counting attempts, until the dependency answers.",
 			slog.Int("count", w.count), slog.Duration("wait", delay), slog.Any("error", cause))
 	} else {
-		c.logger.LogAttrs(w.ctx, slog.LevelDebug, fmt.Sprintf("Still waiting on an outage [%v]; trying again in [%s].", cause, delay),
+		c.logger.LogAttrs(w.ctx, slog.LevelDebug, "Handler is still waiting on an outage; trying again.",
 			slog.Int("tries", w.tries), slog.Duration("wait", delay), slog.Any("error", cause))
 	}
 	messaging.OutageListenerFrom(w.ctx).Waiting(cause, delay)
@@ -52,6 +51,6 @@ func (w *hold) end() {
 	c := w.handler.config
 	messaging.OutageListenerFrom(w.ctx).Resumed()
 	c.monitor.OutageEnded(waited)
-	c.logger.LogAttrs(w.ctx, slog.LevelInfo, fmt.Sprintf("Handler stopped waiting on an outage after [%s] and [%d] tries.", waited.Round(time.Millisecond), tries),
+	c.logger.LogAttrs(w.ctx, slog.LevelInfo, "Handler stopped waiting on an outage.",
 		slog.Duration("waited", waited), slog.Int("tries", tries))
 }
