@@ -41,14 +41,23 @@
 // wraps messaging.ErrFiltered is acknowledged without being handed to a
 // handler.
 //
-// A panic that still escapes (a republish that failed, a failure marked as an
-// outage) is not recovered into an acknowledgement: the runtime logs it at
-// ERROR with the panic value and the stack (WARN without the stack for an
-// outage), does not acknowledge the batch, ends that subscription's session
-// (closing its stream, so the broker redelivers every unacknowledged
-// delivery) and reconnects after the delay. Unlike the seed, the process is
-// not crashed: a library must not take down its host, and closing the stream
-// gives the same at-least-once outcome.
+// A settlement that could not be completed (a set-aside copy, a retry or an
+// in-progress republish that could not be published) returns only those
+// deliveries to their queue, alone, when the stream offers messaging.Requeuer
+// (found through the decorators with messaging.As): the rest of the batch is
+// acknowledged, Monitor.DeliveriesRequeued fires, and the session goes on;
+// the worker then waits the reconnect delay before its next batch, so a
+// settlement that keeps failing comes back at that pace.
+//
+// A panic that still escapes (a failure marked as an outage, a settlement
+// that could not be completed on a stream that cannot requeue) is not
+// recovered into an acknowledgement: the runtime logs it at ERROR with the
+// panic value and the stack (WARN without the stack for an outage), does not
+// acknowledge the batch, ends that subscription's session (closing its
+// stream, so the broker redelivers every unacknowledged delivery) and
+// reconnects after the delay. The process is not crashed: smarty/messaging
+// v4 crashes it, but a library must not take down its host, and closing the
+// stream gives the same at-least-once outcome.
 //
 // # Startup
 //

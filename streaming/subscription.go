@@ -42,15 +42,16 @@ func (s Strategy) String() string {
 
 const (
 	defaultCapacity = 1
-	// defaultBufferCapacity departs from the seed's 1 on purpose: a prefetch of
-	// one costs a broker round trip per message (about half the raw client's
-	// rate here), while 256 keeps the default within a few percent of it and
-	// holds at most 256 unacknowledged deliveries per subscription.
+	// defaultBufferCapacity departs from smarty/messaging v4's 1 on purpose:
+	// a prefetch of one costs a broker round trip per message (about half the
+	// raw client's rate here), while 256 keeps the default within a few
+	// percent of it and holds at most 256 unacknowledged deliveries per
+	// subscription.
 	defaultBufferCapacity = 256
-	// defaultReconnectDelay departs from the seed's 5 s on purpose: with a
-	// low ceiling on its doubling it brings a consumer back within about two
-	// seconds of its broker, where a long outage used to grow the wait to
-	// 16 s or more.
+	// defaultReconnectDelay departs from smarty/messaging v4's 5 s on
+	// purpose: with a low ceiling on its doubling it brings a consumer back
+	// within about two seconds of its broker, where a long outage used to
+	// grow the wait to 16 s or more.
 	defaultReconnectDelay = retrypolicy.DefaultInitialWait
 	// maxReconnectDelay caps the doubling of the reconnect delay after
 	// consecutive failed sessions (or is the configured delay, when that is
@@ -165,40 +166,44 @@ func (s *Subscription) streamConfig() messaging.StreamConfig {
 // Bindings adds bindings declared (with their exchanges) each time the stream
 // opens, when EstablishTopology is on: a direct or topic exchange under a
 // key, beside the fanout shorthand of Topics. A binding deleted while the
-// service runs is restored at the next reconnect.
+// service runs is restored at the next reconnect. Default: none.
 func (SubscriptionOptionSet) Bindings(bindings ...messaging.StreamBinding) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.bindings = append(c.bindings, bindings...) }
 }
 
-// QueueType declares the queue of this type (classic, quorum or stream);
-// empty follows StreamReplication.
+// QueueType declares the queue of this type (classic, quorum or stream).
+// Default: empty, which follows StreamReplication (classic, or quorum).
 func (SubscriptionOptionSet) QueueType(queueType messaging.QueueType) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.queueType = queueType }
 }
 
 // QueueArguments are declared on the queue besides its type and dead-letter
 // arguments: x-single-active-consumer, x-max-length, x-message-ttl, ...
+// Default: none.
 func (SubscriptionOptionSet) QueueArguments(arguments map[string]any) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.queueArguments = maps.Clone(arguments) }
 }
 
 // ConsumerArguments are passed to the consume call: x-priority, or
 // x-stream-offset on a stream queue (patterns/streams sets it for you).
+// Default: none.
 func (SubscriptionOptionSet) ConsumerArguments(arguments map[string]any) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.consumerArguments = maps.Clone(arguments) }
 }
 
-// Name sets the consumer name reported to the broker.
+// Name sets the consumer name reported to the broker. Default: the queue's
+// name.
 func (SubscriptionOptionSet) Name(name string) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.name = name }
 }
 
-// Topics sets the exchanges the queue is bound to.
+// Topics sets the exchanges (fanout) the queue is bound to. Default: none.
 func (SubscriptionOptionSet) Topics(topics ...string) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.topics = append([]string(nil), topics...) }
 }
 
 // AddWorkers adds one worker goroutine per handler; all share one stream.
+// Default: none, and a subscription needs at least one.
 func (SubscriptionOptionSet) AddWorkers(handlers ...messaging.Handler) SubscriptionOption {
 	return func(c *subscriptionConfig) {
 		for _, handler := range handlers {
@@ -210,19 +215,19 @@ func (SubscriptionOptionSet) AddWorkers(handlers ...messaging.Handler) Subscript
 }
 
 // BufferCapacity sets the deliveries prefetched into local memory (the broker
-// prefetch). Zero means the default, 256: fast by default, and bounded. Set 1
-// for strict one-at-a-time delivery.
+// prefetch). Set 1 for strict one-at-a-time delivery. Default: 256, fast and
+// bounded (zero means the default).
 func (SubscriptionOptionSet) BufferCapacity(capacity uint16) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.bufferCapacity = capacity }
 }
 
-// BatchCapacity sets the largest batch handed to Handle. Zero means the
-// default, 1. Batches never wait to fill.
+// BatchCapacity sets the largest batch handed to Handle; batches never wait
+// to fill. Default: 1 (zero means the default).
 func (SubscriptionOptionSet) BatchCapacity(capacity uint16) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.batchCapacity = capacity }
 }
 
-// FullThrottle sets both capacities to their maximum.
+// FullThrottle sets both capacities to their maximum, 65535. Default: off.
 func (SubscriptionOptionSet) FullThrottle() SubscriptionOption {
 	return func(c *subscriptionConfig) {
 		c.bufferCapacity = math.MaxUint16
@@ -230,27 +235,27 @@ func (SubscriptionOptionSet) FullThrottle() SubscriptionOption {
 	}
 }
 
-// EstablishTopology declares the queue, its topics and bindings on connect
-// (default true).
+// EstablishTopology declares the queue, its topics and bindings on connect.
+// Default: true.
 func (SubscriptionOptionSet) EstablishTopology(establish bool) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.establishTopology = establish }
 }
 
-// StreamReplication declares the queue as a quorum queue (default false).
+// StreamReplication declares the queue as a quorum queue. Default: false.
 func (SubscriptionOptionSet) StreamReplication(replicate bool) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.replication = replicate }
 }
 
 // DeadLetters declares the settlement topology (acemq.dlx, {queue}.dlq,
-// {queue}.parked) when the stream opens, so that set-aside messages always have
-// somewhere to go (default true).
+// {queue}.parked) when the stream opens, so that set-aside messages always
+// have somewhere to go. Default: true.
 func (SubscriptionOptionSet) DeadLetters(declare bool) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.deadLetters = declare }
 }
 
-// FullDeliveryToHandler hands messaging.Delivery values to handlers instead of
-// Delivery.Message (default false): for a handler that reads the envelope or
-// settles single deliveries (a handlers/deadletter decorator of its own).
+// FullDeliveryToHandler hands messaging.Delivery values to handlers instead
+// of Delivery.Message, for a handler that reads the envelope. Default: false
+// (the envelopes travel in the context: messaging.DeliveriesFrom).
 func (SubscriptionOptionSet) FullDeliveryToHandler(full bool) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.fullDelivery = full }
 }
@@ -302,8 +307,8 @@ func (SubscriptionOptionSet) ReconnectDelay(delay time.Duration) SubscriptionOpt
 }
 
 // ShutdownStrategy sets how workers conclude on Close and how long they have
-// before their context is cancelled (default Drain, 5 s; zero or negative
-// means 5 s). ShutdownStrategyImmediate has no timeout.
+// before their context is cancelled; ShutdownStrategyImmediate has no
+// timeout. Default: ShutdownStrategyDrain, 5 s (zero or negative means 5 s).
 func (SubscriptionOptionSet) ShutdownStrategy(strategy Strategy, timeout time.Duration) SubscriptionOption {
 	return func(c *subscriptionConfig) {
 		c.strategy = strategy
