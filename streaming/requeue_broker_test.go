@@ -42,8 +42,12 @@ func TestBrokerAFailedSetAsideRedeliversThatMessageNotThePrefetch(t *testing.T) 
 	// seen counts, per message, the deliveries of it the broker made (their
 	// delivery tags): the settlement runs a failed batch's messages again
 	// alone, which is the same delivery, not a redelivery.
+	// done is closed once every healthy message was delivered and the poison
+	// one came back at least twice (each return follows a requeue).
 	var mu sync.Mutex
 	tags := map[string]map[uint64]bool{}
+	done := make(chan struct{})
+	closeDone := sync.OnceFunc(func() { close(done) })
 	handler := messaging.HandlerFunc(func(_ context.Context, messages ...any) {
 		for _, message := range messages {
 			delivery := message.(messaging.Delivery)
@@ -52,6 +56,9 @@ func TestBrokerAFailedSetAsideRedeliversThatMessageNotThePrefetch(t *testing.T) 
 				tags[delivery.MessageID] = map[uint64]bool{}
 			}
 			tags[delivery.MessageID][delivery.DeliveryID] = true
+			if len(tags) == len(ids) && len(tags[poison]) >= 3 {
+				closeDone()
+			}
 			mu.Unlock()
 			if delivery.MessageID == poison {
 				panic(messaging.Fatal(errors.New("this order can never be shipped")))
@@ -72,27 +79,14 @@ func TestBrokerAFailedSetAsideRedeliversThatMessageNotThePrefetch(t *testing.T) 
 	listened := make(chan struct{})
 	go func() { defer close(listened); consumer.Listen() }()
 
-	healthyOnce := func() (handled int, poisonSeen int) {
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
 		mu.Lock()
-		defer mu.Unlock()
-		for _, id := range ids {
-			if id != poison && len(tags[id]) > 0 {
-				handled++
-			}
-		}
-		return handled, len(tags[poison])
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		handled, poisonSeen := healthyOnce()
-		if handled == len(ids)-1 && poisonSeen >= 3 && watch.requeued.Load() >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("within 30 s: %d of %d healthy messages handled, the poison seen %d times, %d requeue(s); want all, and the poison back at least 3 times",
-				handled, len(ids)-1, poisonSeen, watch.requeued.Load())
-		}
-		time.Sleep(20 * time.Millisecond) // polling what the handler saw, on the real broker's time
+		handled, poisonSeen := len(tags), len(tags[poison])
+		mu.Unlock()
+		t.Fatalf("within 30 s: %d of %d messages delivered, the poison %d times, %d requeue(s); want all, and the poison back at least twice",
+			handled, len(ids), poisonSeen, watch.requeued.Load())
 	}
 	closedBeforeClose := watch.closed.Load()
 	_ = consumer.Close()
@@ -110,6 +104,9 @@ func TestBrokerAFailedSetAsideRedeliversThatMessageNotThePrefetch(t *testing.T) 
 		twice, len(tags[poison]), watch.requeued.Load(), closedBeforeClose)
 	if twice > 0 {
 		t.Fatalf("%d healthy messages were handled more than once; a failed set-aside must redeliver that message only", twice)
+	}
+	if watch.requeued.Load() < 2 {
+		t.Fatalf("the poison came back %d times but the monitor heard %d requeue(s)", len(tags[poison]), watch.requeued.Load())
 	}
 	if closedBeforeClose != 0 {
 		t.Fatalf("%d session(s) ended before Close; a failed set-aside must not end the session", closedBeforeClose)
