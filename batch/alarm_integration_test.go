@@ -26,7 +26,7 @@ func TestWriterKeepsItsBlockedConnectionThroughAMemoryAlarm(t *testing.T) {
 	t.Cleanup(func() { clearMemoryAlarm(t) }) // whatever happens below
 	clearMemoryAlarm(t)                       // a previous test's alarm may not have cleared yet
 	name := testenv.Name(t, "batch-alarm")
-	dials := &dialCounter{}
+	dials := &dialCounter{unblocked: make(chan struct{}, 1)}
 	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.ConnectionName(name),
 		rabbitmq.Options.Monitor(dials), rabbitmq.Options.BrokerTimeout(5*time.Second))
 	defer transport.Close()
@@ -67,19 +67,17 @@ func TestWriterKeepsItsBlockedConnectionThroughAMemoryAlarm(t *testing.T) {
 	}
 	clearMemoryAlarm(t)
 
-	var resumed time.Duration
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err, _ := write("after")
-		if err == nil {
-			resumed = time.Since(raised) - alarmFor
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("publishing did not resume within 30 s of the alarm clearing: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The broker tells the connection it is unblocked; the next write lands
+	// on the same connection.
+	select {
+	case <-dials.unblocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker did not unblock the writer's connection within 30 s of the alarm clearing")
 	}
+	if _, err, _ := write("after"); err != nil {
+		t.Fatalf("the first write after the connection was unblocked failed: %v", err)
+	}
+	resumed := time.Since(raised) - alarmFor
 	most = max(most, brokerConnections(t, name))
 
 	t.Logf("during a %s memory alarm: %d calls, %d failed with ErrPublishingPaused, %d landed, slowest %s, other error %v; %d dial(s), at most %d connection(s) listed by the broker; resumed %s after the alarm",
@@ -101,13 +99,20 @@ func TestWriterKeepsItsBlockedConnectionThroughAMemoryAlarm(t *testing.T) {
 	}
 }
 
-// dialCounter counts the transport's dials.
+// dialCounter counts the transport's dials and hears the end of the block.
 type dialCounter struct {
 	rabbitmq.NopMonitor
-	count atomic.Int32
+	count     atomic.Int32
+	unblocked chan struct{}
 }
 
 func (d *dialCounter) ConnectionOpened(error) { d.count.Add(1) }
+func (d *dialCounter) ConnectionUnblocked() {
+	select {
+	case d.unblocked <- struct{}{}:
+	default:
+	}
+}
 
 func brokerConnections(t *testing.T, name string) int {
 	t.Helper()
@@ -138,6 +143,6 @@ func awaitAlarm(t *testing.T, raised bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the memory alarm's state did not become raised=%t within 30 s", raised)
 		}
-		time.Sleep(200 * time.Millisecond) // polling the broker's state
+		time.Sleep(200 * time.Millisecond) // polling the broker's own alarm state, which has no notification before a connection publishes
 	}
 }

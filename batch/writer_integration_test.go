@@ -14,8 +14,10 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq"
 )
 
-// After the broker closes every connection, the next Write may fail (its
-// connection is gone), and the one after it must redial and land.
+// After the broker closes every connection, the writer finds its kept
+// connection closed and dials again: the next write lands, or (when the
+// broker's close reached the client only after the publish was sent, so its
+// arrival is unknown) the one after it does. No wait between them is needed.
 func TestWriterRedialsAfterTheBrokerClosedItsConnection(t *testing.T) {
 	url := testenv.Disrupt(t)
 	queue := declareQueue(t, url)
@@ -33,21 +35,20 @@ func TestWriterRedialsAfterTheBrokerClosedItsConnection(t *testing.T) {
 
 	testenv.Rabbitmqctl(t, "close_all_connections", "test: batch writer redial")
 
-	landed := 1
-	var lastErr error
-	for attempt := 0; attempt < 20 && landed < 2; attempt++ {
-		n, err := writer.Write(ctx, messaging.Dispatch{RoutingKey: queue, Mandatory: true, Payload: []byte("after")})
-		landed += n
-		lastErr = err
-		if err != nil {
-			time.Sleep(100 * time.Millisecond) // the broker finishing its close, not a fake clock
+	n, err := writer.Write(ctx, messaging.Dispatch{RoutingKey: queue, Mandatory: true, Payload: []byte("after")})
+	if err != nil {
+		if !messaging.IsConnectionLost(err) {
+			t.Fatalf("the write after close_all_connections failed with %v; want it to land, or to fail as a lost connection", err)
+		}
+		if n, err = writer.Write(ctx, messaging.Dispatch{RoutingKey: queue, Mandatory: true, Payload: []byte("after")}); err != nil {
+			t.Fatalf("the writer did not recover after close_all_connections: %v", err)
 		}
 	}
-	if landed < 2 {
-		t.Fatalf("the writer did not recover after close_all_connections: %v", lastErr)
+	if n != 1 {
+		t.Fatalf("the write after the close landed %d messages, want 1", n)
 	}
-	if got := countMessages(t, url, queue); got != 2 {
-		t.Fatalf("want 2 messages in the queue, got %d", got)
+	if got := countMessages(t, url, queue); got < 2 || got > 3 {
+		t.Fatalf("want 2 messages in the queue (3 if the lost publish arrived), got %d", got)
 	}
 }
 

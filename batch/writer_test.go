@@ -221,6 +221,138 @@ func (f *WriterFixture) TestAPausedFailureMixedWithALostConfirmRedials() {
 	f.So(f.connector.last().closed, should.BeTrue)
 }
 
+func (f *WriterFixture) TestAConnectionFoundClosedBeforeSendingIsDialledAgainAndTheCallLands() {
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.connector.script = []error{fmt.Errorf("the writer's channel has closed: %w", messaging.ErrClosed)}
+
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "after the idle close"})
+
+	f.So(err, should.BeNil)
+	f.So(n, should.Equal, 1)
+	f.So(f.connector.connects, should.Equal, 2)
+	f.So(f.connector.connections[0].closed, should.BeTrue)
+	f.So(f.connector.last().last().written, should.HaveLength, 1)
+}
+
+func (f *WriterFixture) TestAConnectionTheBrokerForcedClosedIsDialledAgain() {
+	forced := &messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED - closed via management plugin"}
+	f.connector.script = []error{fmt.Errorf("the writer's channel has closed (%w): %w", forced, messaging.ErrClosed)}
+
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(err, should.BeNil)
+	f.So(n, should.Equal, 1)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestAWriteThatMayHaveArrivedIsNotSentAgainButTheNextCallRedials() {
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: fmt.Errorf("the channel closed before the broker confirmed it (%w): %w", messaging.ErrClosed, messaging.ErrArrivalUnknown)},
+	}}
+	n, err := f.writer.Write(context.Background(), messaging.Dispatch{MessageID: "a"})
+
+	f.So(n, should.Equal, 0)
+	f.So(errors.Is(err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.last().last().written, should.HaveLength, 1)
+	f.So(f.connector.last().closed, should.BeTrue)
+}
+
+func (f *WriterFixture) TestAConnectionClosedAgainAfterTheRedialFailsTheCallWithoutLooping() {
+	closed := fmt.Errorf("connection closed: %w", messaging.ErrClosed)
+	f.connector.writeErr = closed
+
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(err, should.Wrap, messaging.ErrClosed)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestACallerThatStoppedWaitingLeavesTheSharedConnectionToTheOthers() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f.connector.commitErr = &messaging.PublishError{Results: []messaging.PublishResult{
+		{MessageID: "a", Err: fmt.Errorf("stopped waiting for the broker's confirm (%w): %w", context.Canceled, messaging.ErrArrivalUnknown)},
+	}}
+
+	_, err := f.writer.Write(ctx, messaging.Dispatch{})
+
+	f.So(errors.Is(err, messaging.ErrArrivalUnknown), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeFalse)
+	f.So(f.connector.last().last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestAFullWindowKeepsTheConnection() {
+	f.connector.commitErr = fmt.Errorf("no confirm freed the window: %w", messaging.ErrTooManyOutstanding)
+	_, err := f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(errors.Is(err, messaging.ErrTooManyOutstanding), should.BeTrue)
+	f.So(f.connector.last().closed, should.BeFalse)
+}
+
+func (f *WriterFixture) TestAnErrorTheRuleDoesNotKnowRedials() {
+	f.connector.writeErr = errors.New("something unexpected")
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+	f.So(f.connector.last().closed, should.BeTrue)
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
+func (f *WriterFixture) TestDeclareRunsOnThePublishingConnectionOncePerConnectionAndKey() {
+	var on []messaging.Connection
+	declare := func(_ context.Context, connection messaging.Connection) error {
+		on = append(on, connection)
+		return nil
+	}
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(f.writer.Declare(context.Background(), "rung 1", declare), should.BeNil)
+	f.So(f.writer.Declare(context.Background(), "rung 1", declare), should.BeNil)
+	f.So(f.writer.Declare(context.Background(), "rung 2", declare), should.BeNil)
+
+	f.So(on, should.HaveLength, 2)
+	f.So(on[0], should.Equal, f.connector.last())
+	f.So(f.connector.connects, should.Equal, 1)
+}
+
+func (f *WriterFixture) TestDeclareRunsAgainOnTheConnectionOfARedial() {
+	runs := 0
+	declare := func(context.Context, messaging.Connection) error { runs++; return nil }
+	f.So(f.writer.Declare(context.Background(), "rung", declare), should.BeNil)
+	f.connector.script = []error{fmt.Errorf("reset: %w", messaging.ErrArrivalUnknown)}
+	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
+
+	f.So(f.writer.Declare(context.Background(), "rung", declare), should.BeNil)
+
+	f.So(runs, should.Equal, 2)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestAFailedDeclarationIsNotRememberedAndKeepsASoundConnection() {
+	refused := &messaging.BrokerError{Code: 406, Text: "PRECONDITION_FAILED - inequivalent arg"}
+	err := f.writer.Declare(context.Background(), "rung", func(context.Context, messaging.Connection) error { return refused })
+	f.So(err, should.Wrap, messaging.ErrPreconditionFailed)
+	f.So(f.connector.last().closed, should.BeFalse)
+
+	runs := 0
+	f.So(f.writer.Declare(context.Background(), "rung", func(context.Context, messaging.Connection) error { runs++; return nil }), should.BeNil)
+	f.So(runs, should.Equal, 1)
+}
+
+func (f *WriterFixture) TestADeclarationWhoseConnectionWasLostDialsAgainNextTime() {
+	err := f.writer.Declare(context.Background(), "rung", func(context.Context, messaging.Connection) error {
+		return fmt.Errorf("declare: %w", messaging.ErrClosed)
+	})
+	f.So(err, should.Wrap, messaging.ErrClosed)
+	f.So(f.connector.last().closed, should.BeTrue)
+	f.So(f.writer.Declare(context.Background(), "rung", func(context.Context, messaging.Connection) error { return nil }), should.BeNil)
+	f.So(f.connector.connects, should.Equal, 2)
+}
+
+func (f *WriterFixture) TestDeclareAfterCloseIsErrClosed() {
+	f.So(f.writer.Close(), should.BeNil)
+	err := f.writer.Declare(context.Background(), "rung", func(context.Context, messaging.Connection) error { return nil })
+	f.So(err, should.Wrap, messaging.ErrClosed)
+}
+
 func (f *WriterFixture) TestCloseReleasesAndRefusesLaterWrites() {
 	_, _ = f.writer.Write(context.Background(), messaging.Dispatch{})
 	f.So(f.writer.Close(), should.BeNil)
@@ -236,6 +368,9 @@ type fakeConnector struct {
 	writerErr   error
 	writeErr    error
 	commitErr   error
+	// script, when not empty, answers the next Writes in turn (nil: as the
+	// other fields say), before writeErr and commitErr.
+	script []error
 	// hold, when set, makes every Write signal inside and wait for it to close.
 	hold   chan struct{}
 	inside chan struct{}
@@ -292,7 +427,13 @@ func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) 
 		w.mu.Lock()
 		defer w.mu.Unlock()
 	}
-	if w.connector.writeErr != nil {
+	if len(w.connector.script) > 0 {
+		err := w.connector.script[0]
+		w.connector.script = w.connector.script[1:]
+		if err != nil {
+			return 0, err
+		}
+	} else if w.connector.writeErr != nil {
 		return 0, w.connector.writeErr
 	}
 	w.written = append(w.written, dispatches...)

@@ -53,10 +53,10 @@ func countingHandler(t *testing.T, counts *tally, handled *atomic.Int64) messagi
 	})
 }
 
-func consume(t *testing.T, connector messaging.Connector, queue string, handler messaging.Handler, options ...subscriptionOption) messaging.ListenCloser {
+func consume(t *testing.T, connector messaging.Connector, queue string, handler messaging.Handler, options ...SubscriptionOption) messaging.ListenCloser {
 	t.Helper()
 	workers := SubscriptionOptions.AddWorkers(handler, handler, handler)
-	consumer := New(connector, Options.Logger(testLogger(t)), Options.Subscriptions(NewSubscription(queue, append([]subscriptionOption{
+	consumer := New(connector, Options.Logger(testLogger(t)), Options.Subscriptions(NewSubscription(queue, append([]SubscriptionOption{
 		workers,
 		SubscriptionOptions.BufferCapacity(256),
 		SubscriptionOptions.BatchCapacity(64),
@@ -111,7 +111,7 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 	// several disruptions instead of finishing before the second one.
 	counting := countingHandler(t, counts, &handled)
 	working := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
-		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond)
+		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond) // real work's time, so that consuming spans several disruptions
 		counting.Handle(ctx, messages...)
 	})
 	consumer := consume(t, decodedTransport(t, url), queue, working)

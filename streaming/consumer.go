@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 )
 
 // Consumer is the runtime New returns: a messaging.ListenCloser that also
@@ -14,10 +15,13 @@ import (
 type Consumer struct {
 	connector messaging.Connector
 	config    config
-	soft      context.Context
-	cancel    context.CancelFunc
-	done      chan struct{}
-	startup   *startup
+	// writer publishes what the subscriptions' settlement sets aside or
+	// retries: one connection for the whole consumer, dialled on first use.
+	writer  *batch.Writer
+	soft    context.Context
+	cancel  context.CancelFunc
+	done    chan struct{}
+	startup *startup
 	// healths has one entry per subscription with a queue, in order.
 	healths []*health
 	runners []*runner
@@ -33,12 +37,13 @@ var _ messaging.ListenCloser = (*Consumer)(nil)
 
 // New returns the consumer runtime over connector. Nothing connects until
 // Listen. The connector is not closed by Close; its owner closes it.
-func New(connector messaging.Connector, options ...option) *Consumer {
+func New(connector messaging.Connector, options ...Option) *Consumer {
 	cfg := newConfig(options)
 	soft, cancel := context.WithCancel(cfg.ctx)
 	c := &Consumer{
 		connector: connector,
 		config:    cfg,
+		writer:    batch.New(connector),
 		soft:      soft,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -54,7 +59,7 @@ func New(connector messaging.Connector, options ...option) *Consumer {
 		if subscription == nil {
 			continue
 		}
-		r := newRunner(connector, subscription, cfg, soft, c.startup)
+		r := newRunner(connector, c.writer, subscription, cfg, soft, c.startup)
 		c.runners = append(c.runners, r)
 		c.healths = append(c.healths, r.health)
 	}
@@ -87,6 +92,9 @@ func (c *Consumer) Listen() {
 	var errs []error
 	for _, r := range c.runners {
 		errs = append(errs, r.close())
+	}
+	if err := c.writer.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("streaming: close the settlement's writer: %w", err))
 	}
 	c.mu.Lock()
 	c.closeErr = errors.Join(errs...)
@@ -166,7 +174,7 @@ func (c *Consumer) Close() error {
 	listening := c.listening
 	c.mu.Unlock()
 	if !listening {
-		return nil
+		return c.writer.Close() // nothing was dialled: this only refuses later use
 	}
 	<-c.done
 	c.mu.Lock()

@@ -6,16 +6,22 @@
 //
 // Each subscription owns its connection and its reconnect loop: a failure in one
 // subscription never restarts another. After a session ends for any reason other
-// than shutdown, the subscription waits its ReconnectDelay and reopens; the wait
-// doubles on consecutive failed sessions up to 30 s (or the delay itself when it
-// is larger) and returns to the configured delay after a healthy session.
+// than shutdown, the subscription waits its ReconnectDelay (1 s by default) and
+// reopens. The wait follows a retrypolicy.Exponential backoff: it doubles on
+// consecutive failed sessions, jittered, up to 2 s (or the delay itself when it
+// is larger), so a consumer is back within about two seconds of its broker; a
+// stream that cannot open for a reason waiting does not fix (a missing queue,
+// refused access: messaging.IsPermanent) doubles up to 30 s instead. A healthy
+// session starts the backoff again from the configured delay.
 //
 // # Failure and settlement
 //
 // A handler fails by panicking. The runtime settles by itself, whatever the
-// stack: it wraps every worker in a handlers/deadletter decorator that
-// republishes through the connector it consumes from. So, with no settlement
-// decorator of the user's own:
+// stack: it wraps every worker in a handlers/deadletter decorator, the one
+// settlement layer, configured by SubscriptionOptions.Settlement (the
+// options deadletter.New takes: Policy, Monitor, RefuseRetry, ...) and
+// publishing through one batch.Writer over the connector the consumer reads
+// from, shared by every subscription. So, with no option at all:
 //
 //   - a delivery that did not decode (Delivery.Undecodable set, not
 //     messaging.ErrFiltered) is parked in {queue}.parked before any handler
@@ -26,21 +32,32 @@
 //     that still fail are dead-lettered to {queue}.dlq, so their neighbours
 //     are handled once and acknowledged.
 //
-// SubscriptionOptions.RetryPolicy tells this settlement the budget, so the
-// reason of a dead-lettered message counts the attempts. A settlement
-// decorator of the user's own anywhere inside takes over for each batch it
-// handles (the runtime's then sets nothing aside for it), so no message is
-// set aside twice. A delivery whose Undecodable error wraps
-// messaging.ErrFiltered is acknowledged without being handed to a handler.
+// Settlement(deadletter.Options.Policy(p)) tells it the budget, so the
+// reason of a dead-lettered message counts the attempts; give it the value
+// retry.Options.Policy is given. State the settlement on the subscription
+// and wrap no settlement of your own around a worker: one there still takes
+// over for each batch it handles (the runtime's then sets nothing aside for
+// it), so no message is set aside twice. A delivery whose Undecodable error
+// wraps messaging.ErrFiltered is acknowledged without being handed to a
+// handler.
 //
-// A panic that still escapes (a republish that failed, a failure marked as an
-// outage) is not recovered into an acknowledgement: the runtime logs it at
-// ERROR with the panic value and the stack (WARN without the stack for an
-// outage), does not acknowledge the batch, ends that subscription's session
-// (closing its stream, so the broker redelivers every unacknowledged
-// delivery) and reconnects after the delay. Unlike the seed, the process is
-// not crashed: a library must not take down its host, and closing the stream
-// gives the same at-least-once outcome.
+// A settlement that could not be completed (a set-aside copy, a retry or an
+// in-progress republish that could not be published) returns only those
+// deliveries to their queue, alone, when the stream offers messaging.Requeuer
+// (found through the decorators with messaging.As): the rest of the batch is
+// acknowledged, Monitor.DeliveriesRequeued fires, and the session goes on;
+// the worker then waits the reconnect delay before its next batch, so a
+// settlement that keeps failing comes back at that pace.
+//
+// A panic that still escapes (a failure marked as an outage, a settlement
+// that could not be completed on a stream that cannot requeue) is not
+// recovered into an acknowledgement: the runtime logs it at ERROR with the
+// panic value and the stack (WARN without the stack for an outage), does not
+// acknowledge the batch, ends that subscription's session (closing its
+// stream, so the broker redelivers every unacknowledged delivery) and
+// reconnects after the delay. The process is not crashed: smarty/messaging
+// v4 crashes it, but a library must not take down its host, and closing the
+// stream gives the same at-least-once outcome.
 //
 // # Startup
 //

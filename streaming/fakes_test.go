@@ -6,62 +6,69 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"testing/synctest"
 	"time"
 
 	"github.com/warrenmq/messaging"
 )
 
-// eventually waits for condition to hold; the outcome does not depend on
-// timing, only on the condition eventually becoming true (or a test bug).
+// The fixture's tests run in testing/synctest bubbles: the runtime's timers
+// (reconnect delays, the shutdown deadline and its grace) run on the bubble's
+// clock, which moves only when every goroutine of the bubble is blocked, so a
+// wait of minutes passes at once and every duration is exact.
+
 type fataler interface {
 	Helper()
 	Fatalf(format string, args ...any)
 }
 
+// within bounds every wait of the fixture, on the bubble's clock: longer
+// than any delay the runtime schedules, and free in real time.
+const within = time.Hour
+
+// eventually waits until every goroutine of the bubble is blocked (all that
+// can happen without time passing has happened) and fails unless condition
+// holds then.
 func eventually(t fataler, condition func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !condition() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached within 5s")
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if !condition() {
+		t.Fatalf("the condition does not hold once every goroutine is blocked")
 	}
 }
 
-// receive waits at most 5 s for a value from ch, failing the test with what
-// it was waiting for instead of hanging.
+// receive waits for a value from ch, failing the test with what it was
+// waiting for when none comes within the bound.
 func receive[T any](t fataler, ch <-chan T, what string) T {
 	t.Helper()
-	return receiveWithin(t, ch, 5*time.Second, what)
+	return receiveWithin(t, ch, within, what)
 }
 
-// receiveWithin is receive with its own bound, for a wait that includes a
-// component's own shutdown timeout.
-func receiveWithin[T any](t fataler, ch <-chan T, within time.Duration, what string) T {
+// receiveWithin is receive with its own bound.
+func receiveWithin[T any](t fataler, ch <-chan T, bound time.Duration, what string) T {
 	t.Helper()
-	timer := time.NewTimer(within)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
 	case value := <-ch:
 		return value
 	case <-timer.C:
-		t.Fatalf("waited %s for %s", within, what)
+		t.Fatalf("waited %s for %s", bound, what)
 		var zero T
 		return zero
 	}
 }
 
-// send waits at most 5 s to hand value to ch, failing the test with what it
-// was waiting for instead of hanging.
+// send hands value to ch, failing the test with what it was waiting for
+// when nobody takes it within the bound.
 func send[T any](t fataler, ch chan<- T, value T, what string) {
 	t.Helper()
-	timer := time.NewTimer(5 * time.Second)
+	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {
 	case ch <- value:
 	case <-timer.C:
-		t.Fatalf("waited 5 s for %s", what)
+		t.Fatalf("waited %s for %s", within, what)
 	}
 }
 
@@ -73,10 +80,12 @@ type fakeConnector struct {
 	streamFor   func(queue string) (*fakeStream, error)
 	connections []*fakeConnection
 	configs     []messaging.StreamConfig
-	// writable lets connections open commit writers, which record what the
+	// writable lets connections open writers, which record what the
 	// runtime's settlement publishes in published.
 	writable  bool
 	published []messaging.Dispatch
+	// noRequeue hides the streams' messaging.Requeuer.
+	noRequeue bool
 }
 
 func (c *fakeConnector) publishedTo() []string {
@@ -90,26 +99,19 @@ func (c *fakeConnector) publishedTo() []string {
 	return out
 }
 
-type fakeCommitWriter struct {
+// fakeWriter is a transport Writer: each Write lands at once.
+type fakeWriter struct {
 	connector *fakeConnector
-	pending   []messaging.Dispatch
 }
 
-func (w *fakeCommitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	w.pending = append(w.pending, dispatches...)
+func (w *fakeWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	w.connector.published = append(w.connector.published, dispatches...)
 	return len(dispatches), nil
 }
 
-func (w *fakeCommitWriter) Commit() error {
-	w.connector.mu.Lock()
-	defer w.connector.mu.Unlock()
-	w.connector.published = append(w.connector.published, w.pending...)
-	w.pending = nil
-	return nil
-}
-
-func (w *fakeCommitWriter) Rollback() error { w.pending = nil; return nil }
-func (w *fakeCommitWriter) Close() error    { return nil }
+func (w *fakeWriter) Close() error { return nil }
 
 func (c *fakeConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	c.mu.Lock()
@@ -127,6 +129,18 @@ func (c *fakeConnector) Connect(ctx context.Context) (messaging.Connection, erro
 }
 
 func (c *fakeConnector) Close() error { return nil }
+
+func (c *fakeConnector) connection(i int) *fakeConnection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connections[i]
+}
+
+func (c *fakeConnector) opened() []*fakeConnection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*fakeConnection(nil), c.connections...)
+}
 
 func (c *fakeConnector) connectionCount() int {
 	c.mu.Lock()
@@ -151,15 +165,15 @@ func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
 	return &fakeReader{connector: c.connector}, nil
 }
 func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
-	return nil, errors.New("not supported")
-}
-func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
 	c.connector.mu.Lock()
 	defer c.connector.mu.Unlock()
 	if !c.connector.writable {
 		return nil, errors.New("not supported")
 	}
-	return &fakeCommitWriter{connector: c.connector}, nil
+	return &fakeWriter{connector: c.connector}, nil
+}
+func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
+	return nil, errors.New("the runtime's settlement publishes through a batch.Writer, on a plain Writer")
 }
 func (c *fakeConnection) Close() error {
 	c.mu.Lock()
@@ -180,23 +194,32 @@ func (r *fakeReader) Stream(_ context.Context, config messaging.StreamConfig) (m
 	if err != nil {
 		return nil, err
 	}
+	if r.connector.noRequeue {
+		return withoutRequeue{stream}, nil
+	}
 	return stream, nil
 }
+
+// withoutRequeue is a stream that cannot return one delivery to its queue.
+type withoutRequeue struct{ messaging.Stream }
+
 func (r *fakeReader) Close() error { return nil }
 
 // ---- stream ----
 
 type fakeStream struct {
-	mu        sync.Mutex
-	queue     []messaging.Delivery
-	failWith  error // returned by Read once the queue is empty
-	arrived   chan struct{}
-	reads     int // Read calls started
-	readsDone int // Read calls that returned an error
-	acks      [][]messaging.Delivery
-	ackErr    error
-	closed    bool
-	closedCh  chan struct{}
+	mu         sync.Mutex
+	queue      []messaging.Delivery
+	failWith   error // returned by Read once the queue is empty
+	arrived    chan struct{}
+	reads      int // Read calls started
+	readsDone  int // Read calls that returned an error
+	acks       [][]messaging.Delivery
+	ackErr     error
+	requeued   []string // message ids returned to the queue alone
+	requeueErr error
+	closed     bool
+	closedCh   chan struct{}
 }
 
 func newFakeStream(deliveries ...messaging.Delivery) *fakeStream {
@@ -269,6 +292,22 @@ func (s *fakeStream) Acknowledge(ctx context.Context, deliveries ...messaging.De
 	}
 	s.acks = append(s.acks, append([]messaging.Delivery(nil), deliveries...))
 	return nil
+}
+
+func (s *fakeStream) Requeue(ctx context.Context, delivery messaging.Delivery) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.requeueErr != nil {
+		return s.requeueErr
+	}
+	s.requeued = append(s.requeued, delivery.MessageID)
+	return ctx.Err()
+}
+
+func (s *fakeStream) requeuedIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requeued...)
 }
 
 func (s *fakeStream) Close() error {
@@ -384,15 +423,25 @@ func (h *fakeHandler) handled() [][]any {
 type fakeMonitor struct {
 	mu     sync.Mutex
 	events []string
+	// opens receives the time of each attempt to open a stream.
+	opens chan time.Time
 }
+
+func newFakeMonitor() *fakeMonitor { return &fakeMonitor{opens: make(chan time.Time, 100)} }
 
 func (m *fakeMonitor) add(format string, args ...any) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.events = append(m.events, fmt.Sprintf(format, args...))
 }
-func (m *fakeMonitor) StreamOpened(stream string, err error) { m.add("opened %s %v", stream, err) }
-func (m *fakeMonitor) StreamClosed(stream string)            { m.add("closed %s", stream) }
+func (m *fakeMonitor) StreamOpened(stream string, err error) {
+	m.add("opened %s %v", stream, err)
+	select {
+	case m.opens <- time.Now():
+	default:
+	}
+}
+func (m *fakeMonitor) StreamClosed(stream string) { m.add("closed %s", stream) }
 func (m *fakeMonitor) BatchHandled(stream string, count int, _ time.Duration) {
 	m.add("handled %s %d", stream, count)
 }
@@ -404,81 +453,14 @@ func (m *fakeMonitor) OutageStarted(stream string, cause error) {
 	m.add("outage started %s %v", stream, cause)
 }
 func (m *fakeMonitor) OutageEnded(stream string, _ time.Duration) { m.add("outage ended %s", stream) }
+func (m *fakeMonitor) DeliveriesRequeued(stream string, count int) {
+	m.add("requeued %s %d", stream, count)
+}
 
 func (m *fakeMonitor) list() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]string(nil), m.events...)
-}
-
-// ---- clock ----
-
-type fakeClock struct {
-	mu       sync.Mutex
-	now      time.Time
-	sleeps   chan time.Duration // each Sleep sends its delay here, then waits
-	wake     chan bool
-	afters   []time.Duration
-	timers   []chan time.Time
-	afterSet chan struct{}
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{
-		now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		sleeps:   make(chan time.Duration),
-		wake:     make(chan bool),
-		afterSet: make(chan struct{}, 100),
-	}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case c.sleeps <- d:
-	case <-ctx.Done():
-		return false
-	}
-	select {
-	case ok := <-c.wake:
-		return ok
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (c *fakeClock) After(d time.Duration) (<-chan time.Time, func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	timer := make(chan time.Time, 1)
-	c.afters = append(c.afters, d)
-	c.timers = append(c.timers, timer)
-	c.afterSet <- struct{}{}
-	return timer, func() {}
-}
-
-// fire fires the i-th timer once it exists.
-func (c *fakeClock) fire(t fataler, i int) {
-	t.Helper()
-	eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.timers) > i
-	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.timers[i] <- c.now
-}
-
-func (c *fakeClock) requested() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.afters...)
 }
 
 // ---- logger ----

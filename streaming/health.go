@@ -44,11 +44,10 @@ type health struct {
 	stream  string
 	monitor Monitor
 	logger  *slog.Logger
-	clock   clock
 
 	mu       sync.Mutex
-	workers  map[*workerListener]wait
-	held     *wait
+	workers  map[*workerListener]waitSpan
+	held     *waitSpan
 	since    time.Time
 	cause    error
 	stopping bool
@@ -56,13 +55,14 @@ type health struct {
 	heldFlag atomic.Bool
 }
 
-type wait struct {
+// waitSpan is one wait on an outage: since when, and the latest cause.
+type waitSpan struct {
 	since time.Time
 	cause error
 }
 
 func newHealth(stream string, cfg config) *health {
-	return &health{stream: stream, monitor: cfg.monitor, logger: cfg.logger, clock: cfg.clock, workers: map[*workerListener]wait{}}
+	return &health{stream: stream, monitor: cfg.monitor, logger: cfg.logger, workers: map[*workerListener]waitSpan{}}
 }
 
 // workerWaiting records that a worker's handler holds its batch because of
@@ -77,7 +77,7 @@ func (h *health) workerWaiting(worker *workerListener, cause error) {
 	}
 	w, ok := h.workers[worker]
 	if !ok {
-		w.since = h.clock.Now()
+		w.since = time.Now()
 	}
 	w.cause = cause
 	h.workers[worker] = w
@@ -101,7 +101,7 @@ func (h *health) workerResumed(worker *workerListener) {
 func (h *health) outagePanic(cause error) {
 	h.mu.Lock()
 	if h.held == nil {
-		h.held = &wait{since: h.clock.Now()}
+		h.held = &waitSpan{since: time.Now()}
 	}
 	h.held.cause = cause
 	h.cause = cause
@@ -171,7 +171,7 @@ func (h *health) transition() func() {
 	waiting := !h.stopping && (len(h.workers) > 0 || h.held != nil)
 	switch {
 	case waiting && h.since.IsZero():
-		h.since = h.clock.Now()
+		h.since = time.Now()
 		cause := h.cause
 		return func() {
 			h.monitor.OutageStarted(h.stream, cause)
@@ -179,7 +179,7 @@ func (h *health) transition() func() {
 				slog.String("stream", h.stream), slog.String("error", redact.Text(cause.Error())))
 		}
 	case !waiting && !h.since.IsZero():
-		waited := h.clock.Now().Sub(h.since)
+		waited := time.Since(h.since)
 		h.since = time.Time{}
 		stopping := h.stopping
 		return func() {

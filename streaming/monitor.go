@@ -30,6 +30,12 @@ type Monitor interface {
 	// OutageEnded fires when the subscription no longer waits (a batch was
 	// handled, or shutdown began), after waited.
 	OutageEnded(stream string, waited time.Duration)
+	// DeliveriesRequeued fires when count deliveries of a batch whose
+	// settlement could not be completed (a set-aside copy, a retry or an
+	// in-progress republish that could not be published) were returned to
+	// their queue alone, while the rest of the batch was acknowledged and
+	// the session went on. The broker redelivers them.
+	DeliveriesRequeued(stream string, count int)
 }
 
 // NopMonitor ignores every event; embed it to implement only the callbacks you
@@ -43,3 +49,4 @@ func (NopMonitor) BatchAcknowledged(string, int, error)    {}
 func (NopMonitor) ShutdownForced(string)                   {}
 func (NopMonitor) OutageStarted(string, error)             {}
 func (NopMonitor) OutageEnded(string, time.Duration)       {}
+func (NopMonitor) DeliveriesRequeued(string, int)          {}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/handlers/deadletter"
+	"github.com/warrenmq/messaging/internal/wait"
 )
 
 // runner is one subscription's reconnect loop. It owns its connection.
@@ -20,7 +22,6 @@ type runner struct {
 	subscription *Subscription
 	logger       *slog.Logger
 	monitor      Monitor
-	clock        clock
 	soft         context.Context
 	failures     int
 	health       *health
@@ -42,17 +43,16 @@ func (r *runner) firstOpen(err error) {
 	r.openedOnce.Do(func() { r.startup.report(err) })
 }
 
-func newRunner(connector messaging.Connector, subscription *Subscription, cfg config, soft context.Context, startup *startup) *runner {
+func newRunner(connector messaging.Connector, writer *batch.Writer, subscription *Subscription, cfg config, soft context.Context, startup *startup) *runner {
 	return &runner{
 		connector:    connector,
 		subscription: subscription,
 		logger:       cfg.logger,
 		monitor:      cfg.monitor,
-		clock:        cfg.clock,
 		soft:         soft,
 		health:       newHealth(subscription.queue, cfg),
-		workers:      settled(connector, subscription, cfg),
-		settlement:   settlementOptions(subscription, cfg),
+		workers:      settled(connector, writer, subscription, cfg),
+		settlement:   settlementOptions(writer, subscription, cfg),
 		startup:      startup,
 	}
 }
@@ -86,32 +86,34 @@ func (r *runner) run() {
 		return
 	}
 	for r.soft.Err() == nil {
-		healthy := r.session()
+		healthy, err := r.session()
 		if r.soft.Err() != nil {
 			return
 		}
-		delay := r.nextDelay(healthy)
+		delay := r.nextDelay(healthy, err)
 		r.logger.Info(fmt.Sprintf("Subscription to stream [%s] concluded; reconnecting in [%s].", queue, delay),
 			slog.String("stream", queue), slog.Duration("delay", delay))
-		if !r.clock.Sleep(r.soft, delay) {
+		if wait.For(r.soft, delay) != nil {
 			return
 		}
 	}
 }
 
-// nextDelay is the bounded backoff: the configured delay after a healthy
-// session, doubled for each consecutive failed one, capped at 30 s or the
-// configured delay when that is larger.
-func (r *runner) nextDelay(healthy bool) time.Duration {
+// nextDelay is the wait before the next session: the reconnect schedule's
+// (the configured delay after a healthy session, doubled for each
+// consecutive failed one up to a low ceiling, jittered), or the permanent
+// schedule's when the stream could not open for a reason waiting does not
+// fix (messaging.IsPermanent: a missing queue, refused access), which an
+// operator has to act on.
+func (r *runner) nextDelay(healthy bool, err error) time.Duration {
 	if healthy {
 		r.failures = 0
 	}
-	delay := r.subscription.reconnectDelay
-	ceiling := max(maxReconnectDelay, delay)
-	for i := 0; i < r.failures && delay < ceiling; i++ {
-		delay *= 2
+	schedule := r.subscription.reconnectSchedule()
+	if messaging.IsPermanent(err) {
+		schedule = r.subscription.permanentSchedule()
 	}
-	delay = min(delay, ceiling)
+	delay := schedule.Delay(r.failures+1, nil)
 	if !healthy {
 		r.failures++
 	}
@@ -120,35 +122,32 @@ func (r *runner) nextDelay(healthy bool) time.Duration {
 
 // session opens the connection, reader and stream, runs the workers until the
 // session ends, and reports whether it was healthy (it acknowledged something
-// or lasted long enough).
-func (r *runner) session() bool {
+// or lasted long enough), or why it could not open.
+func (r *runner) session() (bool, error) {
 	queue := r.subscription.queue
 	connection, err := r.connector.Connect(r.soft)
 	if err != nil {
-		r.openFailed("Unable to open connection for stream [%s] [%v]", fmt.Errorf("open connection: %w", err))
-		return false
+		return false, r.openFailed("Unable to open connection for stream [%s] [%v]", fmt.Errorf("open connection: %w", err))
 	}
 	defer func() { _ = connection.Close() }()
 
 	reader, err := connection.Reader(r.soft)
 	if err != nil {
-		r.openFailed("Unable to open reader for stream [%s] [%v]", fmt.Errorf("open reader: %w", err))
-		return false
+		return false, r.openFailed("Unable to open reader for stream [%s] [%v]", fmt.Errorf("open reader: %w", err))
 	}
 	defer func() { _ = reader.Close() }()
 
 	stream, err := reader.Stream(r.soft, r.subscription.streamConfig())
 	if err != nil {
-		r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
-		return false
+		return false, r.openFailed("Unable to open stream [%s] [%v]", fmt.Errorf("open stream: %w", err))
 	}
 	r.declareRungs(connection)
 	r.monitor.StreamOpened(queue, nil)
 	r.firstOpen(nil)
-	started := r.clock.Now()
+	started := time.Now()
 	acknowledged := newSession(r, stream).run()
 	r.monitor.StreamClosed(queue)
-	return acknowledged || r.clock.Now().Sub(started) >= healthySession
+	return acknowledged || time.Since(started) >= healthySession, nil
 }
 
 // declareRungs declares the retry rungs of the subscription's retry policy
@@ -175,12 +174,14 @@ func (r *runner) declareRungs(connection messaging.Connection) {
 	}
 }
 
-func (r *runner) openFailed(format string, err error) {
+// openFailed reports a failure to open the stream, and returns it.
+func (r *runner) openFailed(format string, err error) error {
 	queue := r.subscription.queue
 	r.monitor.StreamOpened(queue, err)
 	r.firstOpen(fmt.Errorf("streaming: stream %q: %w", queue, err))
 	if r.soft.Err() != nil {
-		return // shutting down: the failure is the shutdown's
+		return err // shutting down: the failure is the shutdown's
 	}
 	r.logger.Warn(fmt.Sprintf(format, queue, err), slog.String("stream", queue), slog.Any("error", err))
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/deadletter"
 )
 
 // session is one live stream: a reader goroutine filling the buffer and one
@@ -18,7 +19,9 @@ import (
 type session struct {
 	*runner
 	stream messaging.Stream
-	buffer chan *messaging.Delivery
+	// requeuer returns one delivery to its queue, when the stream can.
+	requeuer messaging.Requeuer
+	buffer   chan *messaging.Delivery
 
 	readCtx  context.Context
 	stopRead context.CancelFunc
@@ -48,6 +51,7 @@ func newSession(r *runner, stream messaging.Stream) *session {
 		failed:   make(chan struct{}),
 		coalesce: max(int(r.subscription.batchCapacity), int(r.subscription.bufferCapacity)/2, 1),
 	}
+	s.requeuer, _ = messaging.As[messaging.Requeuer](stream)
 	s.readCtx, s.stopRead = context.WithCancel(r.soft)
 	s.handleCtx, s.cancelHandle = context.WithCancel(context.WithoutCancel(r.soft))
 	s.ackCtx, s.cancelAck = context.WithCancel(context.WithoutCancel(r.soft))
@@ -105,16 +109,16 @@ func (s *session) await(workersDone <-chan struct{}) {
 	queue := s.subscription.queue
 	shutdown := s.soft.Done()
 	var deadline, grace <-chan time.Time
-	var stops []func()
+	var timers []*time.Timer
 	defer func() {
-		for _, stop := range stops {
-			stop()
+		for _, timer := range timers {
+			timer.Stop()
 		}
 	}()
-	startGrace := func() {
-		var stop func()
-		grace, stop = s.clock.After(abandonGrace)
-		stops = append(stops, stop)
+	after := func(d time.Duration) <-chan time.Time {
+		timer := time.NewTimer(d)
+		timers = append(timers, timer)
+		return timer.C
 	}
 	for {
 		select {
@@ -125,12 +129,10 @@ func (s *session) await(workersDone <-chan struct{}) {
 			s.health.stop() // a batch held through an outage has nothing to finish
 			if s.subscription.strategy == ShutdownStrategyImmediate {
 				s.cancelHandle()
-				startGrace()
+				grace = after(abandonGrace)
 				continue
 			}
-			var stop func()
-			deadline, stop = s.clock.After(s.subscription.shutdownTimeout)
-			stops = append(stops, stop)
+			deadline = after(s.subscription.shutdownTimeout)
 		case <-deadline:
 			deadline = nil
 			// Only the handlers are cancelled: a batch whose Handle still
@@ -145,7 +147,7 @@ func (s *session) await(workersDone <-chan struct{}) {
 			timeout := s.subscription.shutdownTimeout
 			s.logger.Warn(fmt.Sprintf("Workers on stream [%s] did not conclude within [%s] of shutdown; abandoning in-flight deliveries.", queue, timeout),
 				slog.String("stream", queue), slog.Duration("timeout", timeout))
-			startGrace()
+			grace = after(abandonGrace)
 		case <-grace:
 			s.cancelAck()
 			s.logger.Error(fmt.Sprintf("A handler on stream [%s] ignored its cancelled context; leaving it running unacknowledged.", queue),
@@ -179,6 +181,7 @@ func (s *session) read() {
 
 func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	var pending []*messaging.Delivery // handled, not yet acknowledged
+	requeues := 0                     // consecutive batches that returned deliveries to the queue
 	for {
 		batch, ok := s.next(len(pending) == 0)
 		if ok && batch == nil { // nothing buffered right now: settle what was handled
@@ -192,12 +195,26 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			s.acknowledge(pending)
 			return
 		}
-		if !s.handleBatch(ctx, handler, batch) {
+		handled, ok := s.handleBatch(ctx, handler, batch)
+		if !ok {
 			s.acknowledge(pending) // handled before the panic: do not make the broker redeliver them
 			s.fail()
 			return
 		}
-		pending = append(pending, batch...)
+		pending = append(pending, handled...)
+		if len(handled) < len(batch) {
+			// Some went back to the queue: settle the rest now, and let a
+			// settlement that keeps failing come back at the reconnect
+			// schedule's pace rather than at once.
+			if !s.acknowledge(pending) {
+				return
+			}
+			pending = pending[:0]
+			requeues++
+			s.pause(s.subscription.reconnectSchedule().Delay(requeues, nil))
+			continue
+		}
+		requeues = 0
 		if len(pending) < s.coalesce && !s.stopping() {
 			continue // more is buffered, or next(false) will say not: one ack for all of them
 		}
@@ -205,6 +222,19 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			return
 		}
 		pending = pending[:0]
+	}
+}
+
+// pause waits d before the worker takes its next batch, or less when the
+// session fails or shutdown begins.
+func (s *session) pause(d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-s.failed:
+	case <-s.handleCtx.Done():
+	case <-s.soft.Done():
 	}
 }
 
@@ -274,9 +304,12 @@ func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
 	return batch, true
 }
 
-// handleBatch hands a batch to the handler; it reports false when the handler
-// panicked (logged here; the caller ends the session without acknowledging).
-func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) bool {
+// handleBatch hands a batch to the handler and returns the deliveries to
+// acknowledge. It reports false when the handler panicked (logged here; the
+// caller ends the session without acknowledging), unless what failed was the
+// settlement of some deliveries and each of those could be returned to its
+// queue alone: then the others are acknowledged and the session goes on.
+func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) ([]*messaging.Delivery, bool) {
 	queue := s.subscription.queue
 	messages := make([]any, 0, len(batch))
 	deliveries := make([]messaging.Delivery, 0, len(batch))
@@ -290,26 +323,69 @@ func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, ba
 		deliveries = append(deliveries, *delivery)
 	}
 	if len(messages) == 0 {
-		return true
+		return batch, true
 	}
 	ctx = messaging.WithDeliveries(ctx, deliveries)
-	started := s.clock.Now()
+	started := time.Now()
 	value, stack, panicked := s.handle(ctx, handler, messages)
-	s.monitor.BatchHandled(queue, len(messages), s.clock.Now().Sub(started))
-	if err, isError := value.(error); panicked && isError && messaging.IsOutage(err) && s.soft.Err() == nil {
+	s.monitor.BatchHandled(queue, len(messages), time.Since(started))
+	if !panicked {
+		s.health.batchConcluded()
+		return batch, true
+	}
+	if rest, ok := s.requeueUnsettled(batch, value); ok {
+		s.health.batchConcluded()
+		return rest, true
+	}
+	if err, isError := value.(error); isError && messaging.IsOutage(err) && s.soft.Err() == nil {
 		s.health.outagePanic(err)
 		s.logger.Warn(fmt.Sprintf("Handler on stream [%s] failed with an outage [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, err, len(batch)),
 			slog.String("stream", queue), slog.Int("count", len(batch)), slog.Any("error", err))
-		return false
+		return nil, false
 	}
 	s.health.batchConcluded()
-	if panicked {
-		s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
-			slog.String("stream", queue), slog.Int("count", len(batch)),
-			slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
-		return false
+	s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
+		slog.String("stream", queue), slog.Int("count", len(batch)),
+		slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
+	return nil, false
+}
+
+// requeueUnsettled handles a batch whose settlement failed for some of its
+// deliveries (value wraps a *deadletter.UnsettledError; every other delivery
+// was handled or set aside): it returns each of those to its queue alone
+// through the stream's messaging.Requeuer, and the rest of the batch to
+// acknowledge. It reports false, leaving the session to end as for any
+// panic, when value is something else, the stream cannot requeue, or a
+// requeue fails.
+func (s *session) requeueUnsettled(batch []*messaging.Delivery, value any) ([]*messaging.Delivery, bool) {
+	err, isError := value.(error)
+	var unsettled *deadletter.UnsettledError
+	if !isError || !errors.As(err, &unsettled) || s.requeuer == nil || s.handleCtx.Err() != nil {
+		return nil, false
 	}
-	return true
+	queue := s.subscription.queue
+	rest := make([]*messaging.Delivery, 0, len(batch))
+	requeued := 0
+	for _, delivery := range batch {
+		if !unsettled.Holds(*delivery) {
+			rest = append(rest, delivery)
+			continue
+		}
+		if requeueErr := s.requeuer.Requeue(s.ackCtx, *delivery); requeueErr != nil {
+			s.logger.Warn(fmt.Sprintf("Unable to return delivery [%s] of stream [%s] to its queue [%v]; ending the session so the broker redelivers it.", delivery.MessageID, queue, requeueErr),
+				slog.String("stream", queue), slog.String("message_id", delivery.MessageID), slog.Any("error", requeueErr))
+			s.monitor.DeliveriesRequeued(queue, requeued)
+			return nil, false
+		}
+		requeued++
+	}
+	if requeued != len(unsettled.Deliveries) {
+		return nil, false // the settlement named a delivery this batch does not hold
+	}
+	s.monitor.DeliveriesRequeued(queue, requeued)
+	s.logger.Warn(fmt.Sprintf("Returned [%d] delivery(ies) of stream [%s] to the queue, alone, because their settlement could not be completed [%v]; the broker will redeliver them, and the session goes on.", requeued, queue, err),
+		slog.String("stream", queue), slog.Int("count", requeued), slog.Any("error", err))
+	return rest, true
 }
 
 // acknowledge settles handled deliveries with one call (a multiple-ack where

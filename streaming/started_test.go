@@ -13,43 +13,51 @@ import (
 )
 
 func (f *ConsumerFixture) TestStartedReportsThatEverySubscriptionOpened() {
-	f.listen()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	f.So(f.consumer.(*Consumer).Started(ctx), should.BeNil)
+	f.inBubble(func() {
+		f.listen()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		f.So(f.consumer.(*Consumer).Started(ctx), should.BeNil)
+	})
 }
 
 func (f *ConsumerFixture) TestStartedReturnsTheFirstErrorOpeningAStream() {
-	f.streams = make(chan *fakeStream) // nothing scripted: Stream fails
-	f.listen()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := f.consumer.(*Consumer).Started(ctx)
-	f.So(err, should.NotBeNil)
-	f.So(err.Error(), should.ContainSubstring, `stream "q": open stream: no stream scripted`)
-	receive(f.T(), f.clock.sleeps, "the reconnect delay") // it keeps retrying in the background
+	f.inBubble(func() {
+		f.streams = make(chan *fakeStream) // nothing scripted: Stream fails
+		f.listen()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := f.consumer.(*Consumer).Started(ctx)
+		f.So(err, should.NotBeNil)
+		f.So(err.Error(), should.ContainSubstring, `stream "q": open stream: no stream scripted`)
+		f.reopened(f.concluded()) // it keeps retrying in the background
+	})
 }
 
 func (f *ConsumerFixture) TestASubscriptionWithoutWorkersFailsStarted() {
-	f.listenAll(
-		NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler)),
-		NewSubscription("r"), // no workers: never opens
-	)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := f.consumer.(*Consumer).Started(ctx)
-	f.So(err, should.NotBeNil)
-	f.So(err.Error(), should.ContainSubstring, `stream "r" has no workers`)
+	f.inBubble(func() {
+		f.listenAll(
+			NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler)),
+			NewSubscription("r"), // no workers: never opens
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := f.consumer.(*Consumer).Started(ctx)
+		f.So(err, should.NotBeNil)
+		f.So(err.Error(), should.ContainSubstring, `stream "r" has no workers`)
+	})
 }
 
 func (f *ConsumerFixture) TestStartedEndsWithItsContext() {
-	f.consumer = nil
-	consumer := New(f.connector, Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler))))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // Listen never started
-	f.So(errors.Is(consumer.Started(ctx), context.Canceled), should.BeTrue)
-	_ = consumer.Close()
-	f.So(consumer.Started(context.Background()), should.NotBeNil)
+	f.inBubble(func() {
+		f.consumer = nil
+		consumer := New(f.connector, Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler))))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // Listen never started
+		f.So(errors.Is(consumer.Started(ctx), context.Canceled), should.BeTrue)
+		_ = consumer.Close()
+		f.So(consumer.Started(context.Background()), should.NotBeNil)
+	})
 }
 
 // TestBrokerStartedReturnsNotFoundForAMissingQueue: with topology off, a

@@ -151,6 +151,7 @@ type service struct {
 	encodedOutbox    messaging.Connector
 	shipper          messaging.Handler
 	recorder         messaging.Handler
+	settlement       streaming.SubscriptionOption
 	consumer         *streaming.Consumer
 	orders           *ordersAPI
 	stopQuotes       func()
@@ -284,11 +285,11 @@ func (svc *service) encode(context.Context) error {
 }
 
 // 4. Handlers: a transaction per batch (the handler's SQL and its outgoing
-// messages commit together), retry around it, settlement outermost. The
-// retry budget is stated once: five attempts, 100 ms doubling to 2 s.
-// Shipping is guarded by an idempotency claim written in the same
-// transaction: a redelivered order (a lost acknowledgement) is a duplicate,
-// accepted without shipping it twice.
+// messages commit together) and retry around it; the settlement around them
+// is the consumer's, stated with each subscription. The retry budget is
+// stated once: five attempts, 100 ms doubling to 2 s. Shipping is guarded by
+// an idempotency claim written in the same transaction: a redelivered order
+// (a lost acknowledgement) is a duplicate, accepted without shipping it twice.
 func (svc *service) buildHandlers(context.Context) error {
 	budget := retrypolicy.Exponential(5, 100*time.Millisecond, 2*time.Second)
 	claims, err := idempotency.NewSQLStore(svc.db, sqldialect.MySQL)
@@ -296,29 +297,26 @@ func (svc *service) buildHandlers(context.Context) error {
 		return err
 	}
 	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(svc.metrics.Idempotency()))
-	svc.shipper = deadletter.New(svc.transport,
-		svc.tracing.handler(retry.New(
-			transactional.New(svc.encodedOutbox, func(state transactional.State) messaging.Handler {
-				return once(&shipOrders{tx: state.Tx, writer: state.Writer})
-			}, transactional.Options.Monitor(svc.metrics.Transactional())),
-			retry.Options.Policy(budget),
-			retry.Options.Monitor(svc.metrics.Retry()),
-			retry.Options.Logger(svc.logger),
-		)),
+	svc.shipper = svc.tracing.handler(retry.New(
+		transactional.New(svc.encodedOutbox, func(state transactional.State) messaging.Handler {
+			return once(&shipOrders{tx: state.Tx, writer: state.Writer})
+		}, transactional.Options.Monitor(svc.metrics.Transactional())),
+		retry.Options.Policy(budget),
+		retry.Options.Monitor(svc.metrics.Retry()),
+		retry.Options.Logger(svc.logger),
+	))
+	svc.recorder = svc.tracing.handler(retry.New(
+		sqltx.New(svc.db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
+			sqltx.Options.Monitor(svc.metrics.Transactional())),
+		retry.Options.Policy(budget),
+		retry.Options.Logger(svc.logger),
+	))
+	// Settlement is the runtime's, stated once per subscription below: what
+	// does not decode is parked, what still fails once retry gave up is
+	// dead-lettered, with the same budget, and nothing is set aside twice.
+	svc.settlement = streaming.SubscriptionOptions.Settlement(
 		deadletter.Options.Policy(budget),
 		deadletter.Options.Monitor(svc.metrics.Settlement()),
-		deadletter.Options.Logger(svc.logger),
-	)
-	svc.recorder = deadletter.New(svc.transport,
-		svc.tracing.handler(retry.New(
-			sqltx.New(svc.db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
-				sqltx.Options.Monitor(svc.metrics.Transactional())),
-			retry.Options.Policy(budget),
-			retry.Options.Logger(svc.logger),
-		)),
-		deadletter.Options.Policy(budget),
-		deadletter.Options.Monitor(svc.metrics.Settlement()),
-		deadletter.Options.Logger(svc.logger),
 	)
 	return nil
 }
@@ -332,6 +330,7 @@ func (svc *service) buildConsumer(context.Context) error {
 				streaming.SubscriptionOptions.Topics(placedTopic),
 				streaming.SubscriptionOptions.StreamReplication(quorum),
 				streaming.SubscriptionOptions.AddWorkers(svc.shipper, svc.shipper),
+				svc.settlement,
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),
@@ -340,6 +339,7 @@ func (svc *service) buildConsumer(context.Context) error {
 				streaming.SubscriptionOptions.Topics(shippedTopic),
 				streaming.SubscriptionOptions.StreamReplication(quorum),
 				streaming.SubscriptionOptions.AddWorkers(svc.recorder),
+				svc.settlement,
 				streaming.SubscriptionOptions.BufferCapacity(64),
 				streaming.SubscriptionOptions.BatchCapacity(16),
 				streaming.SubscriptionOptions.ReconnectDelay(time.Second),

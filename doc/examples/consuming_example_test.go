@@ -13,6 +13,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/sqltx"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
@@ -92,55 +93,48 @@ func Example_consuming() {
 	encodedTransport := serialization.New(transport, serialization.Options.ReadTypes(readTypes), serialization.Options.Logger(quiet))
 	encodedOutbox := serialization.New(outbox, serialization.Options.WriteTypes(writeTypes), serialization.Options.Logger(quiet))
 
-	// 4. Handlers: one SQL transaction per batch (transactional), retry around
-	//    it, settlement (deadletter) outermost.
-	shipper := deadletter.New(transport,
-		retry.New(
-			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
-				return shipOrders{tx: state.Tx, writer: state.Writer}
-			}, transactional.Options.Logger(quiet)),
-			retry.Options.Backoff(10*time.Millisecond),
-			retry.Options.MaxAttempts(3),
-			retry.Options.Logger(quiet),
-		),
-		deadletter.Options.MaxAttempts(3),
-		deadletter.Options.Logger(quiet),
+	// 4. Handlers: one SQL transaction per batch (transactional) and retry
+	//    around it. The budget is stated once.
+	budget := retrypolicy.Fixed(3, 10*time.Millisecond)
+	shipper := retry.New(
+		transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
+			return shipOrders{tx: state.Tx, writer: state.Writer}
+		}, transactional.Options.Logger(quiet)),
+		retry.Options.Policy(budget),
+		retry.Options.Logger(quiet),
 	)
 	recorded := make(chan string, 1)
-	recorder := deadletter.New(transport,
-		retry.New(
-			sqltx.New(db, func(tx *sql.Tx) messaging.Handler {
-				return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
-					for _, message := range messages {
-						shipped := message.(OrderShipped)
-						if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO shipments (order_id) VALUES (?)", shipped.OrderID); err != nil {
-							panic(err)
-						}
-						recorded <- shipped.OrderID
+	recorder := retry.New(
+		sqltx.New(db, func(tx *sql.Tx) messaging.Handler {
+			return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+				for _, message := range messages {
+					shipped := message.(OrderShipped)
+					if _, err := tx.ExecContext(ctx, "INSERT OR IGNORE INTO shipments (order_id) VALUES (?)", shipped.OrderID); err != nil {
+						panic(err)
 					}
-				})
-			}, sqltx.Options.Logger(quiet)),
-			retry.Options.Backoff(10*time.Millisecond),
-			retry.Options.MaxAttempts(3),
-			retry.Options.Logger(quiet),
-		),
-		deadletter.Options.MaxAttempts(3),
-		deadletter.Options.Logger(quiet),
+					recorded <- shipped.OrderID
+				}
+			})
+		}, sqltx.Options.Logger(quiet)),
+		retry.Options.Policy(budget),
+		retry.Options.Logger(quiet),
 	)
 
-	// 5. The consumer reads decoded deliveries and feeds the handlers. The
-	//    settlement decorator needs full deliveries.
+	// 5. The consumer reads decoded deliveries and feeds the handlers; the
+	//    settlement around them, outermost, is the consumer's, stated per
+	//    subscription with the same budget.
+	settlement := streaming.SubscriptionOptions.Settlement(deadletter.Options.Policy(budget))
 	consumer := streaming.New(encodedTransport,
 		streaming.Options.Subscriptions(
 			streaming.NewSubscription("orders.ship",
 				streaming.SubscriptionOptions.Topics("order-placed"),
 				streaming.SubscriptionOptions.AddWorkers(shipper),
-				streaming.SubscriptionOptions.FullDeliveryToHandler(true),
+				settlement,
 			),
 			streaming.NewSubscription("orders.shipped-log",
 				streaming.SubscriptionOptions.Topics("order-shipped"),
 				streaming.SubscriptionOptions.AddWorkers(recorder),
-				streaming.SubscriptionOptions.FullDeliveryToHandler(true),
+				settlement,
 			),
 		),
 		streaming.Options.Logger(quiet),

@@ -31,8 +31,9 @@ type order struct {
 
 // broker is a raw amqp091 client for seeding and inspecting queues.
 type broker struct {
-	t  *testing.T
-	ch *amqp.Channel
+	t    *testing.T
+	conn *amqp.Connection
+	ch   *amqp.Channel
 }
 
 func newBroker(t *testing.T, url, queue string) *broker {
@@ -57,7 +58,7 @@ func newBroker(t *testing.T, url, queue string) *broker {
 	if err := ch.Confirm(false); err != nil {
 		t.Fatalf("confirm mode: %v", err)
 	}
-	return &broker{t: t, ch: ch}
+	return &broker{t: t, conn: conn, ch: ch}
 }
 
 func (b *broker) publish(queue, id string, body []byte) {
@@ -87,22 +88,37 @@ func (b *broker) publishOrders(queue string, count int) []string {
 	return ids
 }
 
-// get takes one message from queue, waiting up to within for it to arrive.
+// get takes one message from queue, waiting up to within for it to arrive:
+// it consumes on a channel of its own with a prefetch of one, acknowledges
+// the first delivery and closes the channel, which returns nothing else.
 func (b *broker) get(queue string, within time.Duration) amqp.Delivery {
 	b.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		delivery, ok, err := b.ch.Get(queue, true)
-		if err != nil {
-			b.t.Fatalf("get from %s: %v", queue, err)
+	ch, err := b.conn.Channel()
+	if err != nil {
+		b.t.Fatalf("open a channel to read %s: %v", queue, err)
+	}
+	defer func() { _ = ch.Close() }()
+	if err := ch.Qos(1, 0, false); err != nil {
+		b.t.Fatalf("prefetch on %s: %v", queue, err)
+	}
+	deliveries, err := ch.Consume(queue, "", false, false, false, false, nil)
+	if err != nil {
+		b.t.Fatalf("consume %s: %v", queue, err)
+	}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	select {
+	case delivery, ok := <-deliveries:
+		if !ok {
+			b.t.Fatalf("the channel reading %s closed", queue)
 		}
-		if ok {
-			return delivery
+		if err := delivery.Ack(false); err != nil {
+			b.t.Fatalf("acknowledge the message from %s: %v", queue, err)
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("nothing arrived in %s within %s", queue, within)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return delivery
+	case <-timer.C:
+		b.t.Fatalf("nothing arrived in %s within %s", queue, within)
+		return amqp.Delivery{}
 	}
 }
 
@@ -113,6 +129,27 @@ func (b *broker) depth(queue string) int {
 		b.t.Fatalf("inspect %s: %v", queue, err)
 	}
 	return q.Messages
+}
+
+// settlements counts the decorator's settlements by action.
+type settlements struct {
+	mu      sync.Mutex
+	actions map[string]int
+}
+
+func (s *settlements) Settled(_, action, _ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.actions == nil {
+		s.actions = map[string]int{}
+	}
+	s.actions[action]++
+}
+
+func (s *settlements) count(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.actions[action]
 }
 
 type ledger struct {
@@ -171,6 +208,12 @@ func run(t *testing.T, url, queue string, handler func(transport messaging.Conne
 		_ = consumer.Close()
 		ReceiveWithin(t, listened, 30*time.Second, "the consumer's Listen to return after Close")
 	})
+	// The stream's opening declares the queue's .dlq and .parked.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := consumer.Started(ctx); err != nil {
+		t.Fatalf("the consumer of %s did not start: %v", queue, err)
+	}
 	return consumer
 }
 
@@ -200,8 +243,8 @@ func TestBrokerPoisonAmongGoodMessagesIsDeadLettered(t *testing.T) {
 			}
 		})
 		return New(transport,
-			retry.New(inner, retry.Options.MaxAttempts(3), retry.Options.Backoff(time.Millisecond), retry.Options.Logger(quiet)),
-			Options.MaxAttempts(3), Options.FullDelivery(true))
+			retry.New(inner, retry.Options.Policy(retrypolicy.Fixed(3, time.Millisecond)), retry.Options.Logger(quiet)),
+			Options.Policy(retrypolicy.Fixed(3, 0)), Options.FullDelivery(true))
 	})
 	good.wait(t, 30*time.Second)
 	dead := b.get(queue+".dlq", 10*time.Second)
@@ -276,15 +319,15 @@ func TestBrokerRetryRepublishesWithTheAttemptAdvanced(t *testing.T) {
 				attempts[d.MessageID] = append(attempts[d.MessageID], d.Attempt)
 				mu.Unlock()
 				if d.Attempt == 1 {
-					if err := Retry(ctx, d, errors.New("not yet")); err != nil {
+					if err := messaging.Retry(ctx, d, errors.New("not yet")); err != nil {
 						panic(err)
 					}
 					continue
 				}
 				second.add(d.MessageID)
 			}
-		}), Options.FullDelivery(true), Options.MaxAttempts(3),
-			Options.RetryDelay(func(int) time.Duration { return 10 * time.Millisecond }))
+		}), Options.FullDelivery(true),
+			Options.Policy(retrypolicy.Fixed(3, 10*time.Millisecond)))
 	})
 	second.wait(t, 20*time.Second)
 	_ = consumer.Close()
@@ -310,7 +353,7 @@ func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
 
 	var mu sync.Mutex
 	attempts := map[string][]int{}
-	var inProcess []time.Duration
+	settled := &settlements{}
 	second := newLedger(len(ids))
 	consumer := run(t, url, queue, func(transport messaging.Connector) messaging.Handler {
 		return New(transport, messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
@@ -320,29 +363,27 @@ func TestBrokerALongRetryWaitIsHeldByARetryRung(t *testing.T) {
 				attempts[d.MessageID] = append(attempts[d.MessageID], d.Attempt)
 				mu.Unlock()
 				if d.Attempt == 1 {
-					if err := Retry(ctx, d, errors.New("not yet")); err != nil {
+					if err := messaging.Retry(ctx, d, errors.New("not yet")); err != nil {
 						panic(err)
 					}
 					continue
 				}
 				second.add(d.MessageID)
 			}
-		}), Options.FullDelivery(true), Options.MaxAttempts(3),
-			Options.BrokerWaitThreshold(time.Second),
-			Options.RetryDelay(func(int) time.Duration { return time.Second }),
-			WithSleeper(func(_ context.Context, d time.Duration) bool {
-				mu.Lock()
-				defer mu.Unlock()
-				inProcess = append(inProcess, d)
-				return true
-			}))
+		}), Options.FullDelivery(true), Options.Monitor(settled),
+			Options.Policy(retrypolicy.Fixed(3, time.Second).WaitInBrokerFrom(time.Second)))
 	})
 	second.wait(t, 20*time.Second)
 	_ = consumer.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	if len(inProcess) > 0 {
-		t.Fatalf("waits %v were held in the process; the rabbitmq connection should declare the rung (deadletter.Declarer)", inProcess)
+	// A wait the rung could not hold is reported as rung_missing before it is
+	// held in the process instead.
+	if missing := settled.count(ActionRungMissing); missing > 0 {
+		t.Fatalf("%d wait(s) could not use the rung and were held in the process; the rabbitmq connection should declare it (deadletter.Declarer)", missing)
+	}
+	if retried := settled.count(ActionRetried); retried != len(ids) {
+		t.Fatalf("%d retries went through the rung, want %d", retried, len(ids))
 	}
 	for _, id := range ids {
 		if got := attempts[id]; len(got) < 2 || got[0] != 1 || got[len(got)-1] != 2 {

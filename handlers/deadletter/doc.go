@@ -37,9 +37,13 @@
 // kept whole, and what was left out is appended to the reason in
 // x-acemq-error.
 //
-// If a republish fails the decorator panics, so the runtime does not
-// acknowledge and the broker redelivers: at least once, never at most once. A
-// set-aside publish ignores the handler's cancellation and has its own bound
+// If a republish fails, that delivery is not acknowledged: the decorator goes
+// on with the rest of the batch and then panics with an *UnsettledError that
+// names the deliveries whose settlement failed (every other one was handled
+// or set aside). The streaming runtime returns each of them to its queue
+// alone and acknowledges the rest, so one failed republish redelivers one
+// message; at least once, never at most once. A set-aside publish ignores
+// the handler's cancellation and has its own bound
 // (Options.PublishTimeout, 30 s by default), so a message given up on during
 // shutdown survives. A failure that happens while the handler's context is
 // cancelled (shutdown) is not the message's fault: it is re-raised, not set
@@ -61,10 +65,16 @@
 // The retry budget is one retrypolicy.Policy value (Options.Policy), the same
 // given to retry.Options.Policy; Retry without one gives up after
 // retrypolicy.Default's five attempts. The streaming runtime wraps every
-// worker in a decorator of this package; one of the user's own inside it
-// takes over for each batch it handles, so nothing is set aside twice.
+// worker in a decorator of this package, configured with these options by
+// streaming.SubscriptionOptions.Settlement: that is where a service states
+// its settlement. One of the user's own inside it takes over for each batch
+// it handles, so nothing is set aside twice.
 //
-// The connector must be the raw transport (not the outbox); the decorator
-// opens one connection from it lazily, redials after errors, and leaves
-// closing it to the connector's owner.
+// The connector must be a transport (raw or serialization's; not the outbox):
+// the decorator publishes through a batch.Writer over it, which connects
+// lazily and redials after a lost connection by the one rule of package
+// batch; it also declares each retry rung on that writer's connection, so a
+// rung exists on the node its copy is published to. Several decorators share
+// one connection with Options.Writer. Close releases the decorator's own
+// writer; the connector stays its owner's.
 package deadletter

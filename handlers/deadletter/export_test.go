@@ -2,11 +2,8 @@ package deadletter
 
 import "time"
 
-// WithSleeper and ReceiveWithin let the external tests (the ones that run
-// streaming, which imports this package) use the internal seams.
-var WithSleeper = withSleeper
-
-// ReceiveWithin is receiveWithin for a channel of struct{}.
+// ReceiveWithin is receiveWithin for a channel of struct{}, for the external
+// tests (the ones that run streaming, which imports this package).
 func ReceiveWithin(t interface {
 	Helper()
 	Fatalf(format string, args ...any)

@@ -5,20 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/warrenmq/messaging"
 )
 
 type fakeConnector struct {
-	mu          sync.Mutex
-	connects    int
-	declarer    bool
-	connectErr  error
-	writeErr    error
-	commitErr   error
-	declareErr  error
-	refuse      int // writes still to refuse with a wire-limit error
+	mu         sync.Mutex
+	connects   int
+	declarer   bool
+	connectErr error
+	writeErr   error
+	commitErr  error
+	declareErr error
+	refuse     int // writes still to refuse with a wire-limit error
+	// unroutable, when set, is a routing key every publish to which the
+	// broker returns unroutable.
+	unroutable  string
 	published   []messaging.Dispatch
 	contexts    []context.Context
 	declared    []string
@@ -70,10 +75,10 @@ func (c *fakeConnection) Reader(context.Context) (messaging.Reader, error) {
 	return nil, errors.New("not supported")
 }
 func (c *fakeConnection) Writer(context.Context) (messaging.Writer, error) {
-	return nil, errors.New("not supported")
+	return &fakeWriter{connector: c.connector, connection: c}, nil
 }
 func (c *fakeConnection) CommitWriter(context.Context) (messaging.CommitWriter, error) {
-	return &fakeWriter{connector: c.connector, connection: c}, nil
+	return nil, errors.New("the copies are published through a batch.Writer, on a plain Writer")
 }
 func (c *fakeConnection) Close() error {
 	c.connector.mu.Lock()
@@ -99,52 +104,59 @@ func (c *declaringConnection) DeclareRetryRung(_ context.Context, queue, rung st
 	return nil
 }
 
+// fakeWriter is a transport Writer: Write publishes and waits for the
+// confirms (commitErr stands for what they said).
 type fakeWriter struct {
 	connector  *fakeConnector
 	connection *fakeConnection
-	pending    []messaging.Dispatch
 }
 
 func (w *fakeWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	w.connector.mu.Lock()
-	defer w.connector.mu.Unlock()
-	w.connector.contexts = append(w.connector.contexts, ctx)
-	if w.connection.closed {
-		return 0, fmt.Errorf("the broker closed the connection: %w", messaging.ErrClosed)
-	}
-	if w.connector.writeErr != nil {
-		return 0, w.connector.writeErr
-	}
-	if w.connector.refuse > 0 {
-		w.connector.refuse--
-		return 0, &messaging.FieldError{Field: "the headers and envelope together", Size: 200 << 10, Limit: 96 << 10}
-	}
-	if err := ctx.Err(); err != nil {
+	if err := w.send(ctx, dispatches); err != nil {
 		return 0, err
 	}
-	w.pending = append(w.pending, dispatches...)
-	return len(dispatches), nil
-}
-
-func (w *fakeWriter) Commit() error {
 	if started := w.connector.commitStarted; started != nil {
 		started <- struct{}{}
-		<-w.connection.gone
-		return fmt.Errorf("confirm: %w", messaging.ErrArrivalUnknown)
+		select {
+		case <-w.connection.gone:
+			return 0, fmt.Errorf("the channel closed before the broker confirmed it: %w", messaging.ErrArrivalUnknown)
+		case <-ctx.Done():
+			return 0, fmt.Errorf("stopped waiting for the broker's confirm (%w): %w", ctx.Err(), messaging.ErrArrivalUnknown)
+		}
 	}
 	w.connector.mu.Lock()
 	defer w.connector.mu.Unlock()
 	if w.connector.commitErr != nil {
-		w.pending = nil
-		return w.connector.commitErr
+		return 0, w.connector.commitErr
 	}
-	w.connector.published = append(w.connector.published, w.pending...)
-	w.pending = nil
-	return nil
+	for _, d := range dispatches {
+		if d.RoutingKey == w.connector.unroutable && d.RoutingKey != "" {
+			return 0, fmt.Errorf("message %s reached no queue: %w", d.MessageID, messaging.ErrUnroutable)
+		}
+	}
+	w.connector.published = append(w.connector.published, dispatches...)
+	return len(dispatches), nil
 }
 
-func (w *fakeWriter) Rollback() error { w.pending = nil; return nil }
-func (w *fakeWriter) Close() error    { return nil }
+// send is what happens before the confirms are awaited.
+func (w *fakeWriter) send(ctx context.Context, dispatches []messaging.Dispatch) error {
+	w.connector.mu.Lock()
+	defer w.connector.mu.Unlock()
+	w.connector.contexts = append(w.connector.contexts, ctx)
+	if w.connection.closed {
+		return fmt.Errorf("the broker closed the connection: %w", messaging.ErrClosed)
+	}
+	if w.connector.writeErr != nil {
+		return w.connector.writeErr
+	}
+	if w.connector.refuse > 0 {
+		w.connector.refuse--
+		return &messaging.FieldError{Field: "the headers and envelope together", Size: 200 << 10, Limit: 96 << 10}
+	}
+	return ctx.Err()
+}
+
+func (w *fakeWriter) Close() error { return nil }
 
 // fakeInner records each call and runs an optional behaviour.
 type fakeInner struct {
@@ -173,14 +185,19 @@ func (m *fakeMonitor) Settled(queue, action, reason string) {
 	m.events = append(m.events, queue+" "+action+" "+reason)
 }
 
-type fakeSleeper struct {
-	slept []time.Duration
-	fail  bool
-}
+// bubbleEpoch is when every synctest bubble's clock starts.
+var bubbleEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (s *fakeSleeper) sleep(ctx context.Context, d time.Duration) bool {
-	s.slept = append(s.slept, d)
-	return !s.fail && ctx.Err() == nil
+// elapsed runs f in a synctest bubble and returns how much of the bubble's
+// synthetic time it took: the waits held in the process, which pass at once
+// once every goroutine of the bubble is blocked.
+func elapsed(t *testing.T, f func()) (took time.Duration) {
+	synctest.Test(t, func(*testing.T) {
+		start := time.Now()
+		f()
+		took = time.Since(start)
+	})
+	return took
 }
 
 func delivery(id string) messaging.Delivery {

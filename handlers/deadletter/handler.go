@@ -27,8 +27,9 @@ type handler struct {
 // worker in one) takes over: the outer one parks what does not decode, then
 // sets nothing else aside for a batch the inner one handled, so no message
 // is set aside twice.
-func New(connector messaging.Connector, inner messaging.Handler, options ...option) messaging.Handler {
-	return &handler{inner: inner, config: newConfig(options), publisher: newPublisher(connector), held: newHeldMemory()}
+func New(connector messaging.Connector, inner messaging.Handler, options ...Option) messaging.Handler {
+	c := newConfig(options)
+	return &handler{inner: inner, config: c, publisher: newPublisher(connector, c), held: newHeldMemory()}
 }
 
 // Middleware is New as a messaging.Middleware, for messaging.Chain.
@@ -36,19 +37,22 @@ func Middleware(connector messaging.Connector, options ...Option) messaging.Midd
 	return func(inner messaging.Handler) messaging.Handler { return New(connector, inner, options...) }
 }
 
-// Close closes the connection opened to republish, if any; a later
-// republish opens another. It waits for a republish in progress, at most
-// Options.PublishTimeout.
+// Close closes the connection opened to republish, if any (not a writer
+// given with Options.Writer, which its owner closes). It waits for the
+// republishes in progress, each bounded by Options.PublishTimeout; a later
+// republish fails with messaging.ErrClosed, so its message is not
+// acknowledged and the broker redelivers it.
 func (h *handler) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), h.config.publishTimeout)
-	defer cancel()
-	return h.publisher.close(ctx)
+	return h.publisher.close()
 }
 
 // Handle parks undecodable deliveries, hands the rest to the inner handler and,
-// when that panics, isolates and dead-letters the messages that still fail. It
-// panics (so the batch is not acknowledged) when a republish fails, and
-// re-raises a failure that happened while ctx was cancelled.
+// when that panics, isolates and dead-letters the messages that still fail.
+// It re-raises a failure that happened while ctx was cancelled, and one that
+// is an outage (nothing of the batch is acknowledged). When the settlement of
+// some deliveries cannot be completed (a republish fails), it goes on with
+// the rest of the batch and then panics with an *UnsettledError naming them:
+// every other delivery was handled or set aside.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
 	deliveries, envelopesInContext := deliveriesOf(ctx, messages)
 	if outer, _ := messaging.SettlerFrom(ctx).(*call); outer != nil {
@@ -59,8 +63,22 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	c := &call{handler: h} // the maps are made on the first settlement: most batches have none
 	ctx = messaging.WithSettler(messaging.WithHopRecord(ctx), c)
 
-	rest := deliveries // the batch as it came, unless something did not decode
-	whole := true
+	rest, whole := c.settleUndecodable(ctx, deliveries)
+	if len(rest) > 0 {
+		c.handle(ctx, rest, func() (any, bool) {
+			if whole && envelopesInContext && !h.config.fullDelivery {
+				return c.runAsGiven(ctx, messages) // no copy: the common case
+			}
+			return c.run(ctx, rest)
+		})
+	}
+	c.mustNotHaveFailed()
+}
+
+// settleUndecodable sets aside the deliveries that did not decode and returns
+// the others, and whether they are the whole batch.
+func (c *call) settleUndecodable(ctx context.Context, deliveries []messaging.Delivery) (rest []messaging.Delivery, whole bool) {
+	rest, whole = deliveries, true // the batch as it came, unless something did not decode
 	for i, delivery := range deliveries {
 		if delivery.Undecodable == nil {
 			if !whole {
@@ -77,31 +95,23 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			// acknowledged without handling
 		case messaging.IsRetryable(delivery.Undecodable):
 			// A decode that may work later (a claim-check store or schema
-			// registry that timed out) goes through the retry policy.
-			if err := c.retry(ctx, delivery, delivery.Undecodable); err != nil {
-				panic(err)
-			}
+			// registry that timed out) goes through the retry policy; a
+			// failure is recorded, and the batch goes on.
+			_ = c.retry(ctx, delivery, delivery.Undecodable)
 		default:
 			reason := undecodable(delivery.Undecodable)
-			if err := c.setAside(ctx, delivery, wire.ParkedQueue(delivery.SourceQueue), ActionParked, reason); err != nil {
-				panic(err)
-			}
+			_ = c.setAside(ctx, delivery, wire.ParkedQueue(delivery.SourceQueue), ActionParked, reason)
 		}
 	}
-	if len(rest) == 0 {
-		return
-	}
+	return rest, whole
+}
 
-	var value any
-	var panicked bool
-	if whole && envelopesInContext && !h.config.fullDelivery {
-		value, panicked = c.runAsGiven(ctx, messages) // no copy: the common case
-	} else {
-		value, panicked = c.run(ctx, rest)
-	}
-	c.mustNotHaveFailed()
+// handle runs rest through the inner handler (run) and settles what it
+// raised.
+func (c *call) handle(ctx context.Context, rest []messaging.Delivery, run func() (any, bool)) {
+	value, panicked := run()
 	if c.delegated() {
-		if panicked {
+		if panicked && !c.adopt(value) {
 			panic(value) // the inner settlement decided: not acknowledged
 		}
 		return
@@ -110,21 +120,25 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		if ctx.Err() != nil {
 			panic(value) // the failure is the shutdown's, not the message's
 		}
-		if err, isOutage := messaging.OutageOf(value); isOutage {
+		switch err, isOutage := messaging.OutageOf(value); {
+		case c.failedWith(value):
+			// The handler stopped on a settlement that failed: that delivery
+			// is left to the caller, and the others are run alone.
+			c.isolate(ctx, rest)
+		case isOutage:
 			c.hold(rest, err)
 			panic(value)
-		}
-		if len(rest) == 1 {
+		case len(rest) == 1:
 			if !c.isSettled(rest[0]) {
 				c.giveUp(ctx, rest[0], value)
 			}
-		} else {
+		default:
 			c.isolate(ctx, rest)
 		}
 	}
 	for _, delivery := range rest {
-		if !c.isSettled(delivery) {
-			h.config.monitor.Settled(delivery.SourceQueue, ActionAccepted, "")
+		if !c.isSettled(delivery) && !c.isFailed(delivery) {
+			c.config.monitor.Settled(delivery.SourceQueue, ActionAccepted, "")
 		}
 	}
 }
@@ -146,14 +160,13 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 	var failures []failure
 	tried := 0
 	for _, delivery := range deliveries {
-		if c.isSettled(delivery) {
+		if c.isSettled(delivery) || c.isFailed(delivery) {
 			continue
 		}
 		tried++
 		value, panicked := c.run(ctx, []messaging.Delivery{delivery})
-		c.mustNotHaveFailed()
-		if !panicked {
-			continue
+		if !panicked || c.failedWith(value) || c.isFailed(delivery) {
+			continue // handled, or its settlement failed: left to the caller
 		}
 		if ctx.Err() != nil {
 			panic(value)
@@ -273,7 +286,8 @@ type call struct {
 	settled map[deliveryKey]bool
 	// decisions records, per delivery, what it was settled as.
 	decisions map[deliveryKey]messaging.Decision
-	failure   error
+	// failures are the deliveries whose settlement failed, in order.
+	failures []unsettled
 	// inner is set when a settlement decorator inside this one handled the
 	// batch: this one then settles nothing and re-raises what it raised.
 	innerSettled bool
@@ -289,14 +303,6 @@ func (c *call) delegated() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.innerSettled
-}
-
-func callFrom(ctx context.Context) (*call, error) {
-	c, _ := messaging.SettlerFrom(ctx).(*call)
-	if c == nil {
-		return nil, errors.New("deadletter: no settlement decorator in this context; wrap the subscription's handler with deadletter.New and pass the context Handle received")
-	}
-	return c, nil
 }
 
 func (c *call) isSettled(delivery messaging.Delivery) bool {
@@ -318,25 +324,6 @@ func (c *call) markSettled(delivery messaging.Delivery, action, reason string) {
 		decision.Reason = errors.New(reason)
 	}
 	c.decisions[keyOf(delivery)] = decision
-}
-
-func (c *call) markFailed(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failure == nil {
-		c.failure = err
-	}
-}
-
-// mustNotHaveFailed panics when a settlement through the context failed, so
-// the batch is not acknowledged even if the inner handler ignored the error.
-func (c *call) mustNotHaveFailed() {
-	c.mu.Lock()
-	err := c.failure
-	c.mu.Unlock()
-	if err != nil {
-		panic(err)
-	}
 }
 
 // run hands deliveries to the inner handler and recovers a panic.
@@ -368,8 +355,8 @@ func (c *call) runAsGiven(ctx context.Context, messages []any) (value any, panic
 	return nil, false
 }
 
-// giveUp dead-letters a delivery whose handling panicked with value; it panics
-// when the republish fails. When the reason says the budget was exhausted
+// giveUp dead-letters a delivery whose handling panicked with value; a
+// republish that fails is recorded (see mustNotHaveFailed). When the reason says the budget was exhausted
 // (the inner retry decorator made its attempts in the process), the copy
 // carries that attempt count in x-acemq-attempt, not the delivery's.
 func (c *call) giveUp(ctx context.Context, delivery messaging.Delivery, value any) {
@@ -378,9 +365,7 @@ func (c *call) giveUp(ctx context.Context, delivery messaging.Delivery, value an
 	if err, isError := value.(error); c.config.maxAttempts > 0 && !(isError && messaging.IsFatal(err)) {
 		attempt = max(attempt, c.config.maxAttempts)
 	}
-	if err := c.setAsideAt(ctx, delivery, wire.DeadLetterQueue(delivery.SourceQueue), ActionDeadLettered, reason, attempt); err != nil {
-		panic(err)
-	}
+	_ = c.setAsideAt(ctx, delivery, wire.DeadLetterQueue(delivery.SourceQueue), ActionDeadLettered, reason, attempt)
 }
 
 // failureReason words a panic value that escaped the inner handler.
@@ -471,7 +456,7 @@ func (c *call) republishFailed(delivery messaging.Delivery, target string, err e
 	id := wire.Shorten(delivery.MessageID)
 	err = fmt.Errorf("deadletter: message %s from %q was not republished to %q, so it is not acknowledged and the broker will redeliver it: %w",
 		id, delivery.SourceQueue, target, err)
-	c.markFailed(err)
+	c.markFailed(delivery, err)
 	c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
 	c.config.logger.Warn(fmt.Sprintf("Unable to republish message [%s] from [%s] to [%s] [%v]; it was not acknowledged and the broker will redeliver it.",
 		id, delivery.SourceQueue, target, err),

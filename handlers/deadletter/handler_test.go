@@ -23,19 +23,17 @@ type HandlerFixture struct {
 	connector *fakeConnector
 	inner     *fakeInner
 	monitor   *fakeMonitor
-	sleeper   *fakeSleeper
 }
 
 func (f *HandlerFixture) Setup() {
 	f.connector = &fakeConnector{}
 	f.inner = &fakeInner{}
 	f.monitor = &fakeMonitor{}
-	f.sleeper = &fakeSleeper{}
 }
 
-func (f *HandlerFixture) handler(options ...option) messaging.Handler {
-	return New(f.connector, f.inner, append([]option{
-		Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep),
+func (f *HandlerFixture) handler(options ...Option) messaging.Handler {
+	return New(f.connector, f.inner, append([]Option{
+		Options.Monitor(f.monitor),
 	}, options...)...)
 }
 
@@ -116,15 +114,15 @@ func (f *HandlerFixture) TestFilteredIsNeitherHandledNorParked() {
 
 func (f *HandlerFixture) TestReasonWording() {
 	cases := []struct {
-		options []option
+		options []Option
 		value   any
 		reason  string
 	}{
-		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), "exhausted 3 attempts: boom"},
-		{[]option{Options.MaxAttempts(1)}, errors.New("boom"), "exhausted 1 attempt: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, errors.New("boom"), "exhausted 3 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(1, 0))}, errors.New("boom"), "exhausted 1 attempt: boom"},
 		{nil, errors.New("boom"), "the handler failed: boom"},
 		{nil, "plain text", "the handler failed: plain text"},
-		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad %d", 7), "the handler reported an unprocessable message: bad 7"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, messaging.Fatalf("bad %d", 7), "the handler reported an unprocessable message: bad 7"},
 		{nil, fmt.Errorf("wrapped: %w", messaging.Fatal(errors.New("bad"))), "the handler reported an unprocessable message: wrapped: bad"},
 	}
 	for _, c := range cases {
@@ -139,7 +137,7 @@ func (f *HandlerFixture) TestReasonWording() {
 
 func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
 	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
-	f.handler(Options.MaxAttempts(2)).Handle(context.Background(), delivery("a"))
+	f.handler(Options.Policy(retrypolicy.Fixed(2, 0))).Handle(context.Background(), delivery("a"))
 	f.So(len(f.inner.calls), should.Equal, 1)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 2 attempts: boom"})
 	f.So(f.monitor.events, should.Equal, []string{"q dead_lettered exhausted 2 attempts: boom"})
@@ -147,15 +145,15 @@ func (f *HandlerFixture) TestASingleMessageBatchIsSetAsideWithoutASecondRun() {
 
 func (f *HandlerFixture) TestACopySetAsideAfterInProcessRetriesCarriesTheAttemptsTheReasonNames() {
 	cases := []struct {
-		options []option
+		options []Option
 		value   any
 		attempt int
 		reason  string
 	}{
-		{[]option{Options.MaxAttempts(3)}, errors.New("boom"), 3, "exhausted 3 attempts: boom"},
-		{[]option{Options.Policy(retrypolicy.Fixed(4, time.Second))}, errors.New("boom"), 4, "exhausted 4 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, errors.New("boom"), 3, "exhausted 3 attempts: boom"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(4, time.Second))}, errors.New("boom"), 4, "exhausted 4 attempts: boom"},
 		{nil, errors.New("boom"), 1, "the handler failed: boom"},
-		{[]option{Options.MaxAttempts(3)}, messaging.Fatalf("bad"), 1, "the handler reported an unprocessable message: bad"},
+		{[]Option{Options.Policy(retrypolicy.Fixed(3, 0))}, messaging.Fatalf("bad"), 1, "the handler reported an unprocessable message: bad"},
 	}
 	for _, c := range cases {
 		connector := &fakeConnector{}
@@ -169,7 +167,7 @@ func (f *HandlerFixture) TestACopySetAsideAfterInProcessRetriesCarriesTheAttempt
 	later := delivery("a")
 	later.Attempt = 5
 	f.inner.action = func(context.Context, []any) { panic(errors.New("boom")) }
-	f.handler(Options.MaxAttempts(3)).Handle(context.Background(), later)
+	f.handler(Options.Policy(retrypolicy.Fixed(3, 0))).Handle(context.Background(), later)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 5)
 }
 
@@ -200,10 +198,10 @@ func (f *HandlerFixture) TestAFailedRepublishPanicsSoTheBatchIsNotAcknowledged()
 	f.So(err.Error(), should.ContainSubstring, "not acknowledged")
 	f.So(f.monitor.events[0], should.StartWith, "q set_aside_failed ")
 
-	f.connector.commitErr = nil // the next attempt redials and lands
+	f.connector.commitErr = nil // the next attempt lands, on the same connection: a verdict on a message leaves it sound
 	handler.Handle(context.Background(), delivery("a"))
-	f.So(f.connector.connects, should.Equal, 2)
-	f.So(f.connector.connections[0].closed, should.BeTrue)
+	f.So(f.connector.connects, should.Equal, 1)
+	f.So(f.connector.connections[0].closed, should.BeFalse)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler failed: boom"})
 }
 

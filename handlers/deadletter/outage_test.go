@@ -13,6 +13,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 var refused = fmt.Errorf("begin: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
@@ -22,7 +23,7 @@ func (f *HandlerFixture) TestAnOutageIsNeverDeadLettered() {
 	for _, batch := range [][]any{{delivery("a")}, {delivery("a"), delivery("bb"), delivery("ccc")}} {
 		f.Setup()
 		f.inner.action = func(context.Context, []any) { panic(refused) }
-		value := recovered(func() { f.handler(Options.MaxAttempts(3)).Handle(context.Background(), batch...) })
+		value := recovered(func() { f.handler(Options.Policy(retrypolicy.Fixed(3, 0))).Handle(context.Background(), batch...) })
 		f.So(value, should.Equal, refused)
 		f.So(f.connector.dispatches(), should.BeEmpty)
 		f.So(f.inner.calls, should.HaveLength, 1) // not isolated: every message would fail the same way
@@ -33,7 +34,7 @@ func (f *HandlerFixture) TestAnOutageIsNeverDeadLettered() {
 
 func (f *HandlerFixture) TestTheMessagesOwnFailureIsStillDeadLetteredAfterTheBudget() {
 	f.inner.action = func(context.Context, []any) { panic(errors.New("quantity must be positive")) }
-	handler := New(f.connector, rerun(3, f.inner), Options.Monitor(f.monitor), Options.MaxAttempts(3))
+	handler := New(f.connector, rerun(3, f.inner), Options.Monitor(f.monitor), Options.Policy(retrypolicy.Fixed(3, 0)))
 	handler.Handle(context.Background(), delivery("a"))
 	f.So(f.inner.calls, should.HaveLength, 3)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 3 attempts: quantity must be positive"})
@@ -111,14 +112,14 @@ func (f *HandlerFixture) TestAFailureDuringCancellationIsNotSetAsideNorHeld() {
 func (f *HandlerFixture) TestARetryForAnOutageSpendsNoAttemptAndIsNeverDeadLettered() {
 	f.inner.action = func(ctx context.Context, messages []any) {
 		for _, m := range messages {
-			if err := Retry(ctx, m.(messaging.Delivery), refused); err != nil {
+			if err := messaging.Retry(ctx, m.(messaging.Delivery), refused); err != nil {
 				panic(err)
 			}
 		}
 	}
 	tired := delivery("a")
 	tired.Attempt = 5
-	f.handler(Options.FullDelivery(true), Options.MaxAttempts(5)).Handle(context.Background(), tired)
+	f.handler(Options.FullDelivery(true), Options.Policy(retrypolicy.Fixed(5, 0))).Handle(context.Background(), tired)
 	published := f.connector.dispatches()
 	f.So(published, should.HaveLength, 1)
 	f.So(published[0].RoutingKey, should.Equal, "q")

@@ -7,72 +7,50 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wait"
 	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
-// The per-message outcomes below are for an inner handler given full
-// deliveries (Options.FullDelivery(true)). Each republishes the delivery and
-// returns nil once the broker confirmed and routed the copy; the delivery is
-// then acknowledged with its batch when Handle returns. On error the delivery
-// must not be acknowledged: the caller may panic, or simply return, because
-// the decorator notices the failure and panics for it after the inner handler
-// returns, so the broker redelivers the batch. ctx must be (derived from) the
-// context the decorator passed to the inner handler.
+// The settlement of single deliveries: the root verbs (messaging.Accept,
+// Reject, Park, Retry, InProgress) land in Settle below, through the
+// messaging.Settler the decorator puts in the context it hands on. Each
+// republishes the delivery and returns nil once the broker confirmed and
+// routed the copy; the delivery is then acknowledged with its batch when
+// Handle returns. On error the delivery must not be acknowledged: the caller
+// may panic, or simply return, because the decorator notices the failure and
+// panics for it after the inner handler returns, so the broker redelivers
+// the batch.
 //
 // A delivery is settled at most once per Handle: when an inner retry
 // decorator re-runs the batch and the handler settles the same delivery
-// again, the outcome returns nil without publishing another copy.
-
-// Reject dead-letters delivery to {queue}.dlq with the reason
-// "the handler rejected it: <err>".
+// again, the verb returns nil without publishing another copy.
 //
-// It is messaging.Reject, kept for callers of this package.
-func Reject(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Reject(ctx, delivery, err)
-}
-
-// Park sets delivery aside in {queue}.parked with the reason
-// "the handler parked it: <err>".
+// Reject dead-letters to {queue}.dlq with the reason "the handler rejected
+// it: <err>"; Park sets aside in {queue}.parked ("the handler parked it:
+// <err>").
 //
-// It is messaging.Park, kept for callers of this package.
-func Park(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Park(ctx, delivery, err)
-}
-
-// Retry republishes delivery to its queue with x-acemq-attempt advanced, after
-// the wait the policy (or Options.RetryDelay) gives for its attempt. A wait
-// the policy holds in the broker (retrypolicy.Policy.InBroker: at or above
-// the broker-wait threshold, never when it is zero) is held by the rung of
-// the policy's ladder, {queue}.retry.{d}, when the transport's connection
-// implements Declarer. When it does not,
-// or the rung cannot be declared or reached, the wait is held here only if it
-// is no longer than the threshold; a longer wait is not held in the process
-// (that would keep a prefetch slot for minutes): Retry returns an error, the
-// decorator panics and the broker redelivers the delivery. An error marked
-// messaging.Fatal dead-letters at once ("the handler reported an
-// unprocessable message: <err>"), and so does a delivery whose attempt has
-// reached the budget ("exhausted N attempts: <err>": Options.MaxAttempts,
-// else the Options.Policy's, else retrypolicy.Default's five) or, with a
-// policy that sets GiveUpAfter, whose age exceeds it. An error for
-// which messaging.IsOutage is true (a dependency's failure) spends no attempt
-// and is never dead-lettered: the copy keeps the delivery's attempt.
+// Retry republishes the delivery to its queue with x-acemq-attempt advanced,
+// after the wait the policy gives for its attempt. A wait the policy holds in
+// the broker (retrypolicy.Policy.InBroker: at or above its broker-wait
+// threshold, never when that is zero) is held by the rung of the policy's
+// ladder, {queue}.retry.{d}, when the connection implements Declarer. When it
+// does not, or the rung cannot be declared or reached, the wait is held here
+// only if it is no longer than the threshold; a longer wait is not held in
+// the process (that would keep a prefetch slot for minutes): Retry returns an
+// error, the decorator panics and the broker redelivers the delivery. An
+// error marked messaging.Fatal dead-letters at once ("the handler reported
+// an unprocessable message: <err>"), and so does a delivery whose attempt has
+// reached the policy's budget ("exhausted N attempts: <err>") or, with a
+// policy that sets GiveUpAfter, whose age exceeds it. An error for which
+// messaging.IsOutage is true (a dependency's failure) spends no attempt and
+// is never dead-lettered: the copy keeps the delivery's attempt.
 //
-// Calling an outcome again for a delivery already settled in this Handle (an
-// inner retry decorator re-running the batch) returns nil and publishes
-// nothing. It is messaging.Retry, kept for callers of this package.
-func Retry(ctx context.Context, delivery messaging.Delivery, err error) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.Retry(ctx, delivery, err)
-}
+// InProgress republishes the delivery to its queue after a delay, with the
+// attempt unchanged; the policy's attempts and age are not consulted (it is
+// never dead-lettered for it). A delay up to the broker-wait threshold is
+// held here, bounded by the context; a longer one is held by the broker in a
+// retry rung, as a retry wait is, so no worker sleeps for minutes.
 
 // retry is Retry's work.
 func (c *call) retry(ctx context.Context, delivery messaging.Delivery, err error) error {
@@ -127,7 +105,7 @@ func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, 
 		c.config.monitor.Settled(queue, ActionRungMissing, bounded(fmt.Sprintf("retry rung %s: %v", rung.Name, rungErr)))
 		threshold := c.config.policy.BrokerWaitThreshold()
 		if delay > threshold {
-			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the broker-wait threshold (%s, Options.BrokerWaitThreshold or the policy's), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",
+			return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s cannot be held by the broker (%w) and is longer than the policy's broker-wait threshold (%s, retrypolicy.Policy.WaitInBrokerFrom), so it is not held in the process; the message is not acknowledged and the broker will redeliver it: let the transport's connection declare retry rungs or shorten the wait",
 				delay, delivery.MessageID, rungErr, threshold))
 		}
 		c.config.logger.Warn(fmt.Sprintf("Retry rung [%s] is unavailable [%v]; waiting [%s] in the process instead.", rung.Name, rungErr, delay),
@@ -136,26 +114,12 @@ func (c *call) republishAfter(ctx context.Context, delivery messaging.Delivery, 
 	return c.afterWait(ctx, delivery, dispatch, delay, action)
 }
 
-// InProgress republishes delivery to its queue after delay, with the attempt
-// unchanged; the retry policy's attempts and age are not consulted (the seed:
-// never dead-lettered for it). A delay up to the broker-wait threshold is held
-// here, bounded by ctx; a longer one is held by the broker in a retry rung, as
-// a retry wait is, so no worker sleeps for minutes.
-//
-// It is messaging.InProgress, kept for callers of this package.
-func InProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
-	if _, lookupErr := callFrom(ctx); lookupErr != nil {
-		return lookupErr
-	}
-	return messaging.InProgress(ctx, delivery, delay)
-}
-
 // inProgress is InProgress's work.
 func (c *call) inProgress(ctx context.Context, delivery messaging.Delivery, delay time.Duration) error {
 	dispatch := delivery.Redispatch(delivery.SourceQueue)
 	dispatch.Error = ""
 	delay = max(delay, 0)
-	return c.republishAfter(ctx, delivery, dispatch, delay, c.config.retryDelay == nil && c.config.policy.InBroker(delay), ActionInProgress)
+	return c.republishAfter(ctx, delivery, dispatch, delay, c.config.policy.InBroker(delay), ActionInProgress)
 }
 
 // afterWait waits in the process, then republishes.
@@ -163,7 +127,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 	if c.isSettled(delivery) {
 		return nil
 	}
-	if delay > 0 && !c.config.sleep(ctx, delay) {
+	if wait.For(ctx, delay) != nil {
 		return c.fail(delivery, fmt.Errorf("deadletter: the %s wait before republishing message %s was cancelled, so it is not acknowledged and the broker will redeliver it: %w",
 			delay, delivery.MessageID, context.Cause(ctx)))
 	}
@@ -178,7 +142,7 @@ func (c *call) afterWait(ctx context.Context, delivery messaging.Delivery, dispa
 // fail records err as a settlement failure, so the batch is not acknowledged,
 // and returns it.
 func (c *call) fail(delivery messaging.Delivery, err error) error {
-	c.markFailed(err)
+	c.markFailed(delivery, err)
 	c.config.monitor.Settled(delivery.SourceQueue, ActionSetAsideFailed, err.Error())
 	c.config.logger.Warn(fmt.Sprintf("Unable to settle message [%s] from [%s] [%v]; it was not acknowledged and the broker will redeliver it.",
 		delivery.MessageID, delivery.SourceQueue, err),

@@ -14,30 +14,36 @@ func (f *OutcomesFixture) TestRetryWithoutAStatedBudgetGivesUpAfterTheDefaultFiv
 	fifth := delivery("a")
 	fifth.Attempt = 5
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
-		return Retry(ctx, d, errors.New("still failing"))
+		return messaging.Retry(ctx, d, errors.New("still failing"))
 	}, nil, fifth)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exhausted 5 attempts: still failing"})
 }
 
 func (f *OutcomesFixture) TestAPolicyStatesRetrysBudgetAndWaits() {
-	policy := []option{Options.Policy(retrypolicy.Fixed(3, 7*time.Second).WaitInBrokerFrom(0))}
+	policy := []Option{Options.Policy(retrypolicy.Fixed(3, 7*time.Second).WaitInBrokerFrom(0))}
 	second := delivery("a")
 	second.Attempt = 2
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("later")) }, policy, second)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{7 * time.Second})
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return messaging.Retry(ctx, d, errors.New("later"))
+	}, policy, second)
+	f.So(f.waited, should.Equal, 7*time.Second)
 	f.So(f.connector.dispatches()[0].Attempt, should.Equal, 3)
 
 	third := delivery("bb")
 	third.Attempt = 3
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("again")) }, policy, third)
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return messaging.Retry(ctx, d, errors.New("again"))
+	}, policy, third)
 	f.So(f.connector.targets()[1], should.Equal, "q.dlq bb: exhausted 3 attempts: again")
 }
 
 func (f *OutcomesFixture) TestAPolicyWithAMaximumAgeDeadLettersAnOldMessage() {
-	policy := []option{Options.Policy(retrypolicy.Fixed(10, time.Second).GiveUpAfter(time.Hour))}
+	policy := []Option{Options.Policy(retrypolicy.Fixed(10, time.Second).GiveUpAfter(time.Hour))}
 	old := delivery("a")
-	old.FirstSeen = time.Now().Add(-2 * time.Hour)
-	f.handle(func(ctx context.Context, d messaging.Delivery) error { return Retry(ctx, d, errors.New("slow")) }, policy, old)
+	old.FirstSeen = bubbleEpoch.Add(-2 * time.Hour) // the handler runs in a synctest bubble
+	f.handle(func(ctx context.Context, d messaging.Delivery) error {
+		return messaging.Retry(ctx, d, errors.New("slow"))
+	}, policy, old)
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: exceeded the maximum message age of 1h0m0s: slow"})
 }
 

@@ -51,8 +51,8 @@ func (f *DeclareRungsFixture) TestThePolicysLadderIsDeclaredShortestFirst() {
 	})
 }
 
-func (f *DeclareRungsFixture) TestTheThresholdOptionShapesTheLadder() {
-	names, err := f.declare(Options.Policy(ladderPolicy), Options.BrokerWaitThreshold(80*time.Second))
+func (f *DeclareRungsFixture) TestThePolicysThresholdShapesTheLadder() {
+	names, err := f.declare(Options.Policy(ladderPolicy.WaitInBrokerFrom(80 * time.Second)))
 	f.So(err, should.BeNil)
 	f.So(names, should.Equal, []string{"orders.retry.80s", "orders.retry.160s"})
 }
@@ -61,8 +61,7 @@ func (f *DeclareRungsFixture) TestNothingIsDeclaredWhenNoWaitReachesTheBroker() 
 	for _, options := range [][]Option{
 		nil, // retrypolicy.Default: every wait is under 30 s
 		{Options.Policy(ladderPolicy.WaitInBrokerFrom(0))},
-		{Options.Policy(ladderPolicy), Options.BrokerWaitThreshold(0)},
-		{Options.Policy(ladderPolicy), Options.RetryDelay(func(int) time.Duration { return time.Minute })},
+		{Options.Policy(retrypolicy.Fixed(5, time.Second))},
 		{Options.Policy(ladderPolicy), Options.RefuseRetry("a stream")},
 	} {
 		names, err := f.declare(options...)

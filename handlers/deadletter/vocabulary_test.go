@@ -10,6 +10,7 @@ import (
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 func TestVocabularyFixture(t *testing.T) {
@@ -23,16 +24,17 @@ type VocabularyFixture struct {
 	*gunit.Fixture
 	connector *fakeConnector
 	monitor   *fakeMonitor
-	sleeper   *fakeSleeper
-	batch     []messaging.Delivery
-	results   []error
-	decided   []string // what an outer decorator read, per delivery
+	// waited is how long the last Handle waited in the process, on the
+	// synctest bubble's clock.
+	waited  time.Duration
+	batch   []messaging.Delivery
+	results []error
+	decided []string // what an outer decorator read, per delivery
 }
 
 func (f *VocabularyFixture) Setup() {
 	f.connector = &fakeConnector{}
 	f.monitor = &fakeMonitor{}
-	f.sleeper = &fakeSleeper{}
 	for i := range 10 {
 		d := delivery(fmt.Sprint("m", i))
 		d.DeliveryID = uint64(i + 1)
@@ -42,7 +44,7 @@ func (f *VocabularyFixture) Setup() {
 
 // handle runs the batch; the handler applies verb to the fourth message,
 // and a decorator around it records what was decided for each.
-func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.Delivery) error, options ...option) any {
+func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.Delivery) error, options ...Option) any {
 	handler := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		envelopes := messaging.DeliveriesFrom(ctx)
 		for i, message := range messages {
@@ -62,14 +64,18 @@ func (f *VocabularyFixture) handle(verb func(ctx context.Context, d messaging.De
 		})
 	}
 	settlement := func(next messaging.Handler) messaging.Handler {
-		return New(f.connector, next, append([]option{Options.Monitor(f.monitor), withSleeper(f.sleeper.sleep)}, options...)...)
+		return New(f.connector, next, append([]Option{Options.Monitor(f.monitor)}, options...)...)
 	}
 	stack := messaging.Chain(settlement, reader)(handler)
 	messages := make([]any, len(f.batch))
 	for i, d := range f.batch {
 		messages[i] = d
 	}
-	return recovered(func() { stack.Handle(context.Background(), messages...) })
+	var value any
+	f.waited = elapsed(f.T().(*testing.T), func() {
+		value = recovered(func() { stack.Handle(context.Background(), messages...) })
+	})
+	return value
 }
 
 func (f *VocabularyFixture) accepted() int {
@@ -113,13 +119,13 @@ func (f *VocabularyFixture) TestRetry() {
 	f.handle(func(ctx context.Context, d messaging.Delivery) error {
 		return messaging.Retry(ctx, d, errors.New("busy"))
 	},
-		Options.RetryDelay(func(int) time.Duration { return time.Second }))
+		Options.Policy(retrypolicy.Fixed(5, time.Second)))
 	dispatches := f.connector.dispatches()
 	f.So(len(dispatches), should.Equal, 1)
 	f.So(dispatches[0].RoutingKey, should.Equal, "q")
 	f.So(dispatches[0].MessageID, should.Equal, "m3")
 	f.So(dispatches[0].Attempt, should.Equal, 2)
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{time.Second})
+	f.So(f.waited, should.Equal, time.Second)
 	f.So(f.decided, should.Equal, []string{"m3 retried <nil>"})
 	f.So(f.accepted(), should.Equal, 9)
 }
@@ -142,7 +148,7 @@ func (f *VocabularyFixture) TestInProgress() {
 	f.So(len(dispatches), should.Equal, 1)
 	f.So(dispatches[0].RoutingKey, should.Equal, "q")
 	f.So(dispatches[0].Attempt, should.Equal, 4) // not advanced
-	f.So(f.sleeper.slept, should.Equal, []time.Duration{3 * time.Second})
+	f.So(f.waited, should.Equal, 3*time.Second)
 	f.So(f.decided, should.Equal, []string{"m3 in_progress <nil>"})
 	f.So(f.accepted(), should.Equal, 9)
 }
@@ -162,7 +168,7 @@ func (f *VocabularyFixture) TestARefusedInProgressIsParkedWithItsReason() {
 	},
 		Options.RefuseRetry("a stream"))
 	f.So(f.connector.targets(), should.Equal, []string{"q.parked m3: this consumer does not hold messages in progress (a stream)"})
-	f.So(f.sleeper.slept, should.BeEmpty)
+	f.So(f.waited, should.Equal, time.Duration(0))
 }
 
 func (f *VocabularyFixture) TestARetryableDecodeErrorIsRetriedAndAFatalOneParked() {
@@ -180,7 +186,7 @@ func (f *VocabularyFixture) TestARetryableDecodeErrorIsRetriedAndAFatalOneParked
 func (f *VocabularyFixture) TestARetryableDecodeErrorWithItsBudgetSpentIsDeadLettered() {
 	f.batch[3].Undecodable = messaging.Retryable(errors.New("schema registry timed out"))
 	f.batch[3].Attempt = 3
-	f.handle(func(context.Context, messaging.Delivery) error { return nil }, Options.MaxAttempts(3))
+	f.handle(func(context.Context, messaging.Delivery) error { return nil }, Options.Policy(retrypolicy.Fixed(3, 0)))
 	f.So(f.connector.targets(), should.Equal, []string{"q.dlq m3: exhausted 3 attempts: schema registry timed out"})
 }
 

@@ -1,39 +1,14 @@
 package retry
 
-import (
-	"context"
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
-// wait returns the jittered wait after the given failed attempt: the
-// policy's, unless a shorthand (Backoff, MaxBackoff, JitterFactor) replaced it.
-func (c configuration) wait(attempt int) time.Duration {
+// wait returns the jittered wait after the given failed attempt.
+func (c config) wait(attempt int) time.Duration {
 	return c.policy.Delay(attempt, c.random)
 }
 
 // outageWait returns the jittered wait after the given consecutive outage
 // failure; it never exceeds MaxOutageBackoff.
-func (c configuration) outageWait(try int) time.Duration {
+func (c config) outageWait(try int) time.Duration {
 	return c.outage.Delay(try, c.random)
-}
-
-func defaultRandom() float64 { return rand.Float64() }
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }

@@ -32,9 +32,9 @@ func (f *BackoffFixture) TestAttempts1To200NeverNegativeNorAboveTheMaximum() {
 	for _, tc := range cases {
 		for _, jitter := range []float64{0, 0.2, 1} {
 			for _, r := range randoms {
-				c := newConfiguration([]option{
-					Options.Backoff(tc.backoff), Options.MaxBackoff(tc.max),
-					Options.JitterFactor(jitter), Options.Random(func() float64 { return r }),
+				c := newConfig([]Option{
+					Options.Policy(retrypolicy.Exponential(5, min(tc.backoff, tc.max), tc.max).WithJitter(jitter)),
+					Options.Random(func() float64 { return r }),
 				})
 				for attempt := 1; attempt <= 200; attempt++ {
 					wait := c.wait(attempt)
@@ -50,7 +50,7 @@ func (f *BackoffFixture) TestAttempts1To200NeverNegativeNorAboveTheMaximum() {
 }
 
 func (f *BackoffFixture) TestHugeAttemptCountsStayAtTheMaximum() {
-	c := newConfiguration([]option{Options.Backoff(5 * time.Second), Options.MaxBackoff(time.Minute)})
+	c := newConfig([]Option{Options.Backoff(5 * time.Second), Options.MaxBackoff(time.Minute), Options.Random(func() float64 { return 0.5 })})
 
 	for _, attempt := range []int{63, 64, 65, 1000, math.MaxInt} {
 		f.So(c.wait(attempt), should.Equal, time.Minute)
@@ -59,8 +59,17 @@ func (f *BackoffFixture) TestHugeAttemptCountsStayAtTheMaximum() {
 	f.So(c.wait(math.MinInt), should.Equal, 5*time.Second)
 }
 
+func (f *BackoffFixture) TestTheShorthandsBuildAPolicy() {
+	f.So(newConfig([]Option{Options.Backoff(5 * time.Second), Options.MaxBackoff(time.Minute)}).policy,
+		should.Equal, retrypolicy.Exponential(5, 5*time.Second, time.Minute))
+	f.So(newConfig([]Option{Options.Backoff(5 * time.Second)}).policy, should.Equal, retrypolicy.Fixed(5, 5*time.Second))
+	f.So(newConfig([]Option{Options.MaxBackoff(time.Minute)}).policy, should.Equal, retrypolicy.Exponential(5, time.Second, time.Minute))
+	f.So(newConfig([]Option{Options.Policy(retrypolicy.Fixed(3, time.Hour)), Options.Backoff(time.Second)}).policy,
+		should.Equal, retrypolicy.Fixed(3, time.Second)) // the policy's attempts, the shorthand's waits
+}
+
 func (f *BackoffFixture) TestDoublingSchedule() {
-	c := newConfiguration([]option{Options.Backoff(time.Second), Options.MaxBackoff(10 * time.Second)})
+	c := newConfig([]Option{Options.Backoff(time.Second), Options.MaxBackoff(10 * time.Second), Options.Random(func() float64 { return 0.5 })})
 	var waits []time.Duration
 	for attempt := 1; attempt <= 6; attempt++ {
 		waits = append(waits, c.wait(attempt))
@@ -71,12 +80,10 @@ func (f *BackoffFixture) TestDoublingSchedule() {
 }
 
 func (f *BackoffFixture) TestJitterSpreadsBothWays() {
-	lowest := newConfiguration([]option{Options.Backoff(10 * time.Second), Options.JitterFactor(0.2),
-		Options.Random(func() float64 { return 0 })})
-	middle := newConfiguration([]option{Options.Backoff(10 * time.Second), Options.JitterFactor(0.2),
-		Options.Random(func() float64 { return 0.5 })})
-	highest := newConfiguration([]option{Options.Backoff(10 * time.Second), Options.JitterFactor(0.2),
-		Options.Random(func() float64 { return 1 })}) // out of range: treated as just below 1
+	jittered := Options.Policy(retrypolicy.Fixed(5, 10*time.Second).WithJitter(0.2))
+	lowest := newConfig([]Option{jittered, Options.Random(func() float64 { return 0 })})
+	middle := newConfig([]Option{jittered, Options.Random(func() float64 { return 0.5 })})
+	highest := newConfig([]Option{jittered, Options.Random(func() float64 { return 1 })}) // out of range: treated as just below 1
 
 	f.So(lowest.wait(1), should.Equal, 8*time.Second)
 	f.So(middle.wait(1), should.Equal, 10*time.Second)
@@ -84,15 +91,15 @@ func (f *BackoffFixture) TestJitterSpreadsBothWays() {
 }
 
 func (f *BackoffFixture) TestJitterNeverExceedsMaxBackoff() {
-	c := newConfiguration([]option{Options.Backoff(time.Second), Options.MaxBackoff(4 * time.Second),
-		Options.JitterFactor(1), Options.Random(func() float64 { return 0.99 })})
+	c := newConfig([]Option{Options.Policy(retrypolicy.Exponential(5, time.Second, 4*time.Second).WithJitter(1)),
+		Options.Random(func() float64 { return 0.99 })})
 
 	f.So(c.wait(3), should.Equal, 4*time.Second)
 	f.So(c.wait(2), should.BeLessThanOrEqualTo, 4*time.Second)
 }
 
 func (f *BackoffFixture) TestDefaultRandomJitterStaysInBounds() {
-	c := newConfiguration([]option{Options.Backoff(time.Second), Options.MaxBackoff(time.Minute), Options.JitterFactor(0.5)})
+	c := newConfig([]Option{Options.Policy(retrypolicy.Exponential(5, time.Second, time.Minute).WithJitter(0.5))})
 	for i := 0; i < 20000; i++ {
 		attempt := i%10 + 1
 		wait := c.wait(attempt)

@@ -1,11 +1,10 @@
 package retry
 
 import (
-	"context"
 	"log/slog"
-	"math"
 	"time"
 
+	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -13,180 +12,126 @@ import (
 // down (messaging.IsOutage).
 const DefaultMaxOutageBackoff = 30 * time.Second
 
-// sleeper waits d or until ctx ends, whichever is first, and returns ctx.Err()
-// when the context ended.
-type sleeper func(ctx context.Context, d time.Duration) error
+// Options is the entry point for configuring New: retry.Options.Policy(...).
+var Options OptionSet
 
-// Options is the entry point for configuring New: retry.Options.Backoff(time.Second).
-var Options singleton
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
 
-type singleton struct{}
+// Option configures New.
+type Option func(*config)
 
-type option func(*configuration)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type configuration struct {
-	// policy gives the attempts and, unless shorthand is set, the waits.
+type config struct {
+	// policy is the budget: the attempts and the waits between them.
 	policy retrypolicy.Policy
-	// shorthand is set by Backoff, MaxBackoff or JitterFactor: the waits
-	// follow those three instead of the policy.
-	shorthand   bool
-	backoff     time.Duration
-	maxBackoff  time.Duration
-	jitter      float64
-	maxAttempts int
-	maxOutage   time.Duration
+	// backoff and maxBackoff are the core stack's shorthand for a policy's
+	// waits, when given.
+	backoff, maxBackoff time.Duration
+	maxOutage           time.Duration
 	// outage is the schedule of the waits between tries during an outage.
 	outage    retrypolicy.Policy
 	immediate []any
 	logStack  bool
 	logger    *slog.Logger
 	monitor   Monitor
-	sleep     sleeper
 	random    func() float64
 }
 
-func newConfiguration(options []option) configuration {
-	c := configuration{logStack: true}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+func newConfig(opts []Option) config {
+	c := config{logStack: true}
+	options.Apply(&c, opts)
 	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
 		c.policy = retrypolicy.Default()
-	}
-	if c.maxAttempts <= 0 {
-		c.maxAttempts = c.policy.MaxAttempts()
 	}
 	if c.maxOutage <= 0 {
 		c.maxOutage = DefaultMaxOutageBackoff
 	}
-	if c.shorthand {
-		// The shorthand is a policy too: the waits are one mechanism.
-		if c.backoff <= 0 {
-			c.backoff = retrypolicy.DefaultInitialWait
-		}
-		c.maxBackoff = max(c.maxBackoff, 0)
-		if c.maxBackoff > 0 {
-			c.policy = retrypolicy.Exponential(c.maxAttempts, min(c.backoff, c.maxBackoff), c.maxBackoff)
-		} else {
-			c.policy = retrypolicy.Fixed(c.maxAttempts, c.backoff)
-		}
-		c.policy = c.policy.WithJitter(c.jitter)
-	} else if schedule := c.policy.Schedule(); len(schedule) > 0 && schedule[0] > 0 {
-		c.backoff = schedule[0] // the outage wait starts from the policy's first wait
-	} else {
-		c.backoff = retrypolicy.DefaultInitialWait
+	c.policy = c.withShorthand(c.policy)
+	first := retrypolicy.DefaultInitialWait
+	if schedule := c.policy.Schedule(); len(schedule) > 0 && schedule[0] > 0 {
+		first = schedule[0] // the outage wait starts from the policy's first wait
 	}
 	// Outage tries double from the first wait up to MaxOutageBackoff, jittered
 	// as the policy is; they count no attempt, so the attempts here are moot.
-	c.outage = retrypolicy.Exponential(1, min(c.backoff, c.maxOutage), c.maxOutage).WithJitter(c.policy.Jitter())
+	c.outage = retrypolicy.Exponential(1, min(first, c.maxOutage), c.maxOutage).WithJitter(c.policy.Jitter())
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
-	if c.sleep == nil {
-		c.sleep = sleep
-	}
-	if c.random == nil {
-		c.random = defaultRandom
-	}
 	return c
 }
 
-// Policy states the retry budget as one value (see package retrypolicy):
-// how many attempts, the first included, and the wait after each failed one,
+// withShorthand is policy with its waits replaced by Backoff and MaxBackoff,
+// when either was given: the shorthand builds a policy like any other.
+func (c config) withShorthand(policy retrypolicy.Policy) retrypolicy.Policy {
+	if c.backoff == 0 && c.maxBackoff == 0 {
+		return policy
+	}
+	backoff := c.backoff
+	if backoff <= 0 {
+		backoff = retrypolicy.DefaultInitialWait
+	}
+	if c.maxBackoff <= 0 {
+		return retrypolicy.Fixed(policy.MaxAttempts(), backoff)
+	}
+	return retrypolicy.Exponential(policy.MaxAttempts(), min(backoff, c.maxBackoff), c.maxBackoff)
+}
+
+// Policy states the retry budget as one value (see package retrypolicy): how
+// many attempts, the first included, and the wait after each failed one,
 // jittered as the policy says. Every wait is held in the process, since the
 // same batch is run again; a policy's broker-wait threshold does not apply
-// here. The zero Policy means retrypolicy.Default. MaxAttempts, given as well,
-// overrides the policy's attempts; Backoff, MaxBackoff and JitterFactor
-// replace its waits. Share the value with deadletter.Options.Policy so the
-// reason of a dead-lettered message states the budget that was spent.
-func (singleton) Policy(policy retrypolicy.Policy) option {
-	return func(c *configuration) { c.policy = policy }
+// here. Share the value with the settlement (streaming's
+// SubscriptionOptions.Settlement, or deadletter.Options.Policy) so the reason
+// of a dead-lettered message states the budget that was spent. Default:
+// retrypolicy.Default, five attempts about 1, 2, 4 and 8 s apart.
+func (OptionSet) Policy(policy retrypolicy.Policy) Option {
+	return func(c *config) { c.policy = policy }
 }
 
-// Backoff is a shorthand that replaces the policy's waits: the wait after the
-// first failure (default 1 s). With MaxBackoff set, each later wait doubles
-// up to MaxBackoff; without it every wait is Backoff. Zero or negative means
-// the default. The attempts stay the policy's (five by default).
-func (singleton) Backoff(d time.Duration) option {
-	return func(c *configuration) { c.backoff, c.shorthand = d, true }
-}
+// Backoff is the core stack's shorthand for the policy's waits: the wait
+// after the first failure. With MaxBackoff the waits double up to it, as
+// retrypolicy.Exponential(attempts, backoff, maxBackoff) does (jittered by
+// 0.2); without it every wait is Backoff, as retrypolicy.Fixed. The attempts
+// stay the policy's (five by default). Default: the policy's waits; zero or
+// negative with MaxBackoff set means 1 s.
+func (OptionSet) Backoff(d time.Duration) Option { return func(c *config) { c.backoff = d } }
 
-// MaxBackoff is a shorthand (see Backoff) that caps the exponential growth of
-// the wait. Zero or negative disables growth: every wait is Backoff.
-func (singleton) MaxBackoff(d time.Duration) option {
-	return func(c *configuration) { c.maxBackoff, c.shorthand = d, true }
-}
-
-// JitterFactor is a shorthand (see Backoff) that spreads each wait by up to
-// ±factor of itself (0 to 1; values outside are clamped). A jittered wait is
-// never negative and never above MaxBackoff when MaxBackoff is set.
-func (singleton) JitterFactor(factor float64) option {
-	return func(c *configuration) {
-		c.shorthand = true
-		switch {
-		case math.IsNaN(factor) || factor < 0:
-			c.jitter = 0
-		case factor > 1:
-			c.jitter = 1
-		default:
-			c.jitter = factor
-		}
-	}
-}
-
-// MaxAttempts is a shorthand that overrides the policy's attempts: how many
-// times the batch is handled, the first attempt included. After the last
-// attempt the last panic value propagates. Zero or negative means the
-// policy's (five by default): there is no unlimited budget.
-func (singleton) MaxAttempts(n int) option {
-	return func(c *configuration) { c.maxAttempts = n }
-}
+// MaxBackoff is the longest wait of the Backoff shorthand, which doubles up
+// to it. Default: none, so every wait is Backoff.
+func (OptionSet) MaxBackoff(d time.Duration) Option { return func(c *config) { c.maxBackoff = d } }
 
 // MaxOutageBackoff caps the wait between tries while the failure is a
 // dependency's (messaging.IsOutage: the database or broker unreachable, a
 // transaction that cannot begin or commit, a refused or reset connection, a
 // timeout). Such tries count no attempt: the batch is held, and tried again
-// after Backoff doubled each time up to this cap (default 30 s; zero or
-// negative means the default), until the dependency answers, the failure
-// becomes the message's own, or the context ends.
-func (singleton) MaxOutageBackoff(d time.Duration) option {
-	return func(c *configuration) { c.maxOutage = d }
+// after the policy's first wait doubled each time up to this cap, until the
+// dependency answers, the failure becomes the message's own, or the context
+// ends. Default: 30 s (zero or negative means the default).
+func (OptionSet) MaxOutageBackoff(d time.Duration) Option { return func(c *config) { c.maxOutage = d } }
+
+// ImmediateRetry names panic values that retry at once, without waiting: a
+// value equal to the panic value, or an error that the panic value matches
+// with errors.Is. The attempt still counts against the budget. Default: none.
+func (OptionSet) ImmediateRetry(values ...any) Option {
+	return func(c *config) { c.immediate = append(c.immediate, values...) }
 }
 
-// ImmediateRetry names panic values that retry at once, without waiting: a value
-// equal to the panic value, or an error that the panic value matches with
-// errors.Is. The attempt still counts against the budget.
-func (singleton) ImmediateRetry(values ...any) option {
-	return func(c *configuration) { c.immediate = append(c.immediate, values...) }
-}
+// LogStackTrace includes the panicking goroutine's stack in the ERROR line of
+// the attempt that gives up (earlier attempts are WARN lines without it; the
+// stack of each is logged at DEBUG). Default: on.
+func (OptionSet) LogStackTrace(enabled bool) Option { return func(c *config) { c.logStack = enabled } }
 
-// LogStackTrace includes the panicking goroutine's stack in the ERROR log line
-// (default on).
-func (singleton) LogStackTrace(enabled bool) option {
-	return func(c *configuration) { c.logStack = enabled }
-}
+// Logger sets the logger for failed attempts. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// Logger sets the logger for failed attempts (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *configuration) { c.logger = logger }
-}
-
-// Monitor sets the callbacks for each attempt (default NopMonitor).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *configuration) { c.monitor = monitor }
-}
+// Monitor receives a callback for each attempt and each outage wait.
+// Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
 // Random replaces the jitter's random source, which must return values in
-// [0, 1). Nil means the default.
-func (singleton) Random(random func() float64) option {
-	return func(c *configuration) { c.random = random }
-}
+// [0, 1). Default: math/rand/v2.Float64.
+func (OptionSet) Random(random func() float64) Option { return func(c *config) { c.random = random } }

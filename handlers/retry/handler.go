@@ -22,17 +22,18 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wait"
 )
 
 type handler struct {
 	inner  messaging.Handler
-	config configuration
+	config config
 }
 
 // New returns a Handler that calls inner and, when it panics, logs the panic,
-// waits (exponential backoff with jitter, see Options) and calls it again with the
-// same batch. It gives up, re-panicking with the last panic value, after
-// MaxAttempts, at once when the value is an error marked with messaging.Fatal,
+// waits (the policy's wait, see Options.Policy) and calls it again with the
+// same batch. It gives up, re-panicking with the last panic value, after the
+// policy's attempts, at once when the value is an error marked with messaging.Fatal,
 // and when ctx ends while waiting (then with an error wrapping ctx.Err() and the
 // last failure). The handler is never run again once ctx has ended.
 //
@@ -44,13 +45,13 @@ type handler struct {
 // Only cancellation of ctx ends such a wait early.
 //
 // The budget is finite whatever the options say: retrypolicy.Default (five
-// attempts, about 15 s of waits) unless Options.Policy or Options.MaxAttempts
-// states another. A policy with out-of-range inputs (retrypolicy.Policy.Err)
-// is used as the policy corrected them, and New logs an ERROR naming them.
-func New(inner messaging.Handler, options ...option) messaging.Handler {
-	config := newConfiguration(options)
+// attempts, about 15 s of waits) unless Options.Policy states another. A
+// policy with out-of-range inputs (retrypolicy.Policy.Err) is used as the
+// policy corrected them, and New logs an ERROR naming them.
+func New(inner messaging.Handler, options ...Option) messaging.Handler {
+	config := newConfig(options)
 	if err := config.policy.Err(); err != nil {
-		config.logger.Error(fmt.Sprintf("Retry policy [%s] has invalid inputs [%v]; using them as corrected.", config.policy, err),
+		config.logger.Error("Retry policy has invalid inputs; using them as corrected.",
 			slog.String("policy", config.policy.String()), slog.Any("error", err))
 	}
 	return &handler{inner: inner, config: config}
@@ -82,19 +83,19 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		held.end()
 		h.config.monitor.HandleAttempted(attempt, value)
 		if isFatal(value) {
-			h.log(ctx, "Handler failed with a fatal error; not retrying.", attempt, value, stack, 0)
+			h.gaveUp(ctx, msgFatal, attempt, value, stack)
 			panic(value)
 		}
-		if attempt >= h.config.maxAttempts {
-			h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d] of [%d]; giving up.", attempt, h.config.maxAttempts), attempt, value, stack, 0)
+		if attempt >= h.config.policy.MaxAttempts() {
+			h.gaveUp(ctx, msgGivingUp, attempt, value, stack)
 			panic(value)
 		}
-		var wait time.Duration
+		var delay time.Duration
 		if !h.immediate(value) {
-			wait = h.config.wait(attempt)
+			delay = h.config.wait(attempt)
 		}
-		h.log(ctx, fmt.Sprintf("Handler failed on attempt [%d]; retrying in [%s].", attempt, wait), attempt, value, stack, wait)
-		if err := h.config.sleep(ctx, wait); err != nil {
+		h.retrying(ctx, attempt, value, stack, delay)
+		if err := wait.For(ctx, delay); err != nil {
 			panic(stopped(attempt, err, value))
 		}
 		if err := ctx.Err(); err != nil {
@@ -121,13 +122,32 @@ func (h *handler) try(ctx context.Context, messages []any) (failed bool, value a
 	return failed, nil, nil
 }
 
-func (h *handler) log(ctx context.Context, message string, attempt int, value any, stack []byte, wait time.Duration) {
-	attrs := []slog.Attr{
-		slog.Int("attempt", attempt),
-		slog.Any("panic", value),
+// The log lines of a failed attempt: constant messages, the values as
+// attributes, so a log pipeline can group them.
+const (
+	msgRetrying = "Handler failed; retrying."
+	msgGivingUp = "Handler failed on its last attempt; giving up."
+	msgFatal    = "Handler failed with a fatal error; not retrying."
+	msgStack    = "Stack of a handler failure that will be retried."
+)
+
+// retrying logs an attempt that will be retried: WARN without the stack,
+// which goes to a DEBUG line of its own.
+func (h *handler) retrying(ctx context.Context, attempt int, value any, stack []byte, delay time.Duration) {
+	logger := h.config.logger
+	logger.LogAttrs(ctx, slog.LevelWarn, msgRetrying,
+		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()),
+		slog.Duration("wait", delay), slog.Any("panic", value))
+	if len(stack) > 0 && logger.Enabled(ctx, slog.LevelDebug) {
+		logger.LogAttrs(ctx, slog.LevelDebug, msgStack, slog.Int("attempt", attempt), slog.String("stack", string(stack)))
 	}
-	if wait > 0 {
-		attrs = append(attrs, slog.Duration("wait", wait))
+}
+
+// gaveUp logs the failure that goes on to settlement: ERROR, with the stack
+// when Options.LogStackTrace is on.
+func (h *handler) gaveUp(ctx context.Context, message string, attempt int, value any, stack []byte) {
+	attrs := []slog.Attr{
+		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()), slog.Any("panic", value),
 	}
 	if len(stack) > 0 {
 		attrs = append(attrs, slog.String("stack", string(stack)))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,7 +28,7 @@ type HandlerFixture struct {
 	inner    *fakeHandler
 	monitor  *fakeMonitor
 	logs     *bytes.Buffer
-	options  []option
+	options  []Option
 	cancel   context.CancelFunc
 	messages []any
 	listener *fakeListener
@@ -45,7 +46,7 @@ func (f *HandlerFixture) Setup() {
 	f.listener = &fakeListener{}
 	f.cancel = func() {}
 	f.messages = []any{1, 2, 3}
-	f.options = []option{
+	f.options = []Option{
 		Options.Backoff(time.Second),
 		Options.Monitor(f.monitor),
 		Options.Logger(slog.New(slog.NewTextHandler(f.logs, nil))),
@@ -56,7 +57,7 @@ func (f *HandlerFixture) Setup() {
 // handle runs the decorated handler once inside a synctest bubble, with the
 // default sleeper on the bubble's synthetic clock: every wait passes at once
 // in real time, and the fake handler's call times show each wait exactly.
-func (f *HandlerFixture) handle(extra ...option) (recovered any) {
+func (f *HandlerFixture) handle(extra ...Option) (recovered any) {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
 		ctx, cancel := context.WithCancel(messaging.WithOutageListener(context.Background(), f.listener))
 		defer cancel()
@@ -99,15 +100,34 @@ func (f *HandlerFixture) TestPanicsAreRetriedWithTheSameBatchUntilSuccess() {
 	f.So(f.monitor.results[0], should.Equal, "first")
 	f.So(f.monitor.results[1], should.Resemble, errors.New("second"))
 	f.So(f.monitor.results[2], should.BeNil)
-	f.So(f.logs.String(), should.ContainSubstring, "level=ERROR")
-	f.So(f.logs.String(), should.ContainSubstring, "panic=first")
-	f.So(f.logs.String(), should.ContainSubstring, "stack=")
+	f.So(f.logs.String(), should.ContainSubstring, `level=WARN msg="Handler failed; retrying." attempt=1 attempts=5 wait=1s panic=first`)
+	f.So(f.logs.String(), should.NotContainSubstring, "level=ERROR") // it was retried, not given up
+	f.So(f.logs.String(), should.NotContainSubstring, "stack=")      // the stack is DEBUG's
+}
+
+func (f *HandlerFixture) TestARetriedAttemptsStackIsLoggedAtDebug() {
+	f.inner.failures = []any{"first"}
+	f.options = append(f.options, Options.Logger(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+
+	f.handle()
+
+	f.So(f.logs.String(), should.ContainSubstring, `level=DEBUG msg="Stack of a handler failure that will be retried." attempt=1 stack=`)
+}
+
+func (f *HandlerFixture) TestTheFailureThatGivesUpIsAnErrorWithItsStack() {
+	f.inner.failures = []any{"one", "two"}
+
+	f.handle(Options.Policy(retrypolicy.Fixed(2, time.Second)))
+
+	logs := f.logs.String()
+	f.So(strings.Count(logs, "level=WARN"), should.Equal, 1)
+	f.So(logs, should.ContainSubstring, `level=ERROR msg="Handler failed on its last attempt; giving up." attempt=2 attempts=2 panic=two stack=`)
 }
 
 func (f *HandlerFixture) TestExponentialWaitsDoubleUpToMaxBackoff() {
 	f.inner.failures = []any{1, 2, 3, 4, 5}
 
-	f.handle(Options.MaxBackoff(5*time.Second), Options.MaxAttempts(6))
+	f.handle(Options.MaxBackoff(5*time.Second), Options.Policy(retrypolicy.Fixed(6, 0)))
 
 	f.So(f.inner.waits(), should.Equal, []time.Duration{
 		time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second,
@@ -125,7 +145,7 @@ func (f *HandlerFixture) TestTheDefaultBudgetIsFiveAttemptsOfTheDefaultPolicy() 
 	f.So(f.inner.waits(), should.Equal, []time.Duration{ // the jitter's midpoint: the schedule
 		time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
 	})
-	f.So(f.logs.String(), should.ContainSubstring, "Handler failed on attempt [5] of [5]; giving up.")
+	f.So(f.logs.String(), should.ContainSubstring, `msg="Handler failed on its last attempt; giving up." attempt=5 attempts=5`)
 }
 
 func (f *HandlerFixture) TestAPolicyStatesTheAttemptsAndTheWaits() {
@@ -139,10 +159,10 @@ func (f *HandlerFixture) TestAPolicyStatesTheAttemptsAndTheWaits() {
 	f.So(f.inner.waits(), should.Equal, []time.Duration{7 * time.Second, 7 * time.Second})
 }
 
-func (f *HandlerFixture) TestShorthandsOverrideThePolicy() {
+func (f *HandlerFixture) TestTheShorthandReplacesThePolicysWaitsNotItsAttempts() {
 	f.inner.failures = []any{1, 2, 3, 4, 5}
 
-	recovered := f.handle(Options.Policy(retrypolicy.Fixed(4, 7*time.Second)), Options.MaxAttempts(2))
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(2, 7*time.Second)))
 
 	f.So(recovered, should.Equal, 2)
 	f.So(f.inner.waits(), should.Equal, []time.Duration{time.Second}) // Backoff(1s) from Setup
@@ -170,7 +190,7 @@ func (f *HandlerFixture) TestWithoutMaxBackoffEveryWaitIsBackoff() {
 func (f *HandlerFixture) TestMaxAttemptsRepanicsWithTheLastValue() {
 	f.inner.failures = []any{"one", "two", "three", "four"}
 
-	recovered := f.handle(Options.MaxAttempts(3))
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(3, 0)))
 
 	f.So(recovered, should.Equal, "three")
 	f.So(f.inner.calls, should.Equal, 3)
@@ -254,7 +274,7 @@ func (f *HandlerFixture) TestAnHourLongWaitEndsAtOnceOnCancellation() {
 func (f *HandlerFixture) TestStackTraceCanBeOmitted() {
 	f.inner.failures = []any{"fail"}
 
-	f.handle(Options.LogStackTrace(false))
+	f.handle(Options.LogStackTrace(false), Options.Policy(retrypolicy.None()))
 
 	f.So(f.logs.String(), should.NotContainSubstring, "stack=")
 }
@@ -262,22 +282,18 @@ func (f *HandlerFixture) TestStackTraceCanBeOmitted() {
 func (f *HandlerFixture) TestNilPanicIsStillAFailure() {
 	f.inner.failures = []any{nilPanic{}}
 
-	recovered := f.handle(Options.MaxAttempts(1))
+	recovered := f.handle(Options.Policy(retrypolicy.None()))
 
 	f.So(recovered, should.NotBeNil)
 }
 
 func (f *HandlerFixture) TestDefaultsAreSane() {
-	c := newConfiguration([]option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.MaxAttempts(-1), Options.JitterFactor(7), Options.Policy(retrypolicy.Policy{})})
+	c := newConfig([]Option{Options.Backoff(-1), Options.MaxBackoff(-1), Options.Policy(retrypolicy.Policy{})})
 
-	f.So(c.backoff, should.Equal, retrypolicy.DefaultInitialWait)
-	f.So(c.maxBackoff, should.Equal, time.Duration(0))
-	f.So(c.maxAttempts, should.Equal, retrypolicy.DefaultMaxAttempts)
-	f.So(c.policy, should.Equal, retrypolicy.Fixed(retrypolicy.DefaultMaxAttempts, retrypolicy.DefaultInitialWait).WithJitter(1)) // the shorthand, as a policy
-	f.So(c.jitter, should.Equal, 1.0)
-	f.So(newConfiguration(nil).policy, should.Equal, retrypolicy.Default())
+	f.So(c.policy, should.Equal, retrypolicy.Fixed(retrypolicy.DefaultMaxAttempts, retrypolicy.DefaultInitialWait)) // the shorthand, as a policy
+	f.So(newConfig(nil).policy, should.Equal, retrypolicy.Default())
+	f.So(newConfig(nil).maxOutage, should.Equal, DefaultMaxOutageBackoff)
 	f.So(c.logStack, should.BeTrue)
-	f.So(newConfiguration([]option{Options.JitterFactor(-3)}).jitter, should.Equal, 0.0)
 }
 
 //////////////////////////////////////////////////////////////////////////////

@@ -2,11 +2,11 @@ package retry
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wait"
 )
 
 // hold is one Handle's wait through an outage: it counts the consecutive
@@ -25,19 +25,19 @@ type hold struct {
 func (w *hold) wait(cause error) error {
 	c := w.handler.config
 	w.tries++
-	wait := c.outageWait(w.tries)
+	delay := c.outageWait(w.tries)
 	if w.tries == 1 {
 		w.since = time.Now()
 		c.monitor.OutageStarted(cause)
 		c.logger.LogAttrs(w.ctx, slog.LevelWarn,
-			fmt.Sprintf("Handler is waiting on an outage [%v]; holding [%d] message(s) and trying again in [%s], without counting attempts, until the dependency answers.", cause, w.count, wait),
-			slog.Int("count", w.count), slog.Duration("wait", wait), slog.Any("error", cause))
+			"Handler is waiting on an outage; holding its messages and trying again, without counting attempts, until the dependency answers.",
+			slog.Int("count", w.count), slog.Duration("wait", delay), slog.Any("error", cause))
 	} else {
-		c.logger.LogAttrs(w.ctx, slog.LevelDebug, fmt.Sprintf("Still waiting on an outage [%v]; trying again in [%s].", cause, wait),
-			slog.Int("tries", w.tries), slog.Duration("wait", wait), slog.Any("error", cause))
+		c.logger.LogAttrs(w.ctx, slog.LevelDebug, "Handler is still waiting on an outage; trying again.",
+			slog.Int("tries", w.tries), slog.Duration("wait", delay), slog.Any("error", cause))
 	}
-	messaging.OutageListenerFrom(w.ctx).Waiting(cause, wait)
-	return c.sleep(w.ctx, wait)
+	messaging.OutageListenerFrom(w.ctx).Waiting(cause, delay)
+	return wait.For(w.ctx, delay)
 }
 
 // end closes the wait, if one is open.
@@ -51,6 +51,6 @@ func (w *hold) end() {
 	c := w.handler.config
 	messaging.OutageListenerFrom(w.ctx).Resumed()
 	c.monitor.OutageEnded(waited)
-	c.logger.LogAttrs(w.ctx, slog.LevelInfo, fmt.Sprintf("Handler stopped waiting on an outage after [%s] and [%d] tries.", waited.Round(time.Millisecond), tries),
+	c.logger.LogAttrs(w.ctx, slog.LevelInfo, "Handler stopped waiting on an outage.",
 		slog.Duration("waited", waited), slog.Int("tries", tries))
 }

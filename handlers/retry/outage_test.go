@@ -14,6 +14,7 @@ import (
 	"github.com/smarty/assertions/should"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 var (
@@ -23,7 +24,7 @@ var (
 
 func (f *HandlerFixture) TestAnOutageSpendsNoAttempt() {
 	f.inner.failures = []any{databaseDown, refused, databaseDown, databaseDown, databaseDown}
-	recovered := f.handle(Options.MaxAttempts(2))
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(2, 0)))
 	f.So(recovered, should.BeNil)
 	f.So(f.inner.calls, should.Equal, 6)
 	f.So(f.monitor.attempts, should.Equal, []int{1})
@@ -45,7 +46,7 @@ func (f *HandlerFixture) TestTheDefaultOutageCapIsThirtySeconds() {
 	for range 10 {
 		f.inner.failures = append(f.inner.failures, databaseDown)
 	}
-	f.handle(Options.Backoff(10*time.Second), Options.JitterFactor(1), Options.Random(func() float64 { return 0.99 }))
+	f.handle(Options.Policy(retrypolicy.Fixed(5, 10*time.Second).WithJitter(1)), Options.Random(func() float64 { return 0.99 }))
 	f.So(f.inner.waits()[len(f.inner.waits())-1], should.Equal, 30*time.Second)
 	for _, wait := range f.inner.waits() {
 		f.So(wait, should.BeLessThanOrEqualTo, 30*time.Second)
@@ -54,7 +55,7 @@ func (f *HandlerFixture) TestTheDefaultOutageCapIsThirtySeconds() {
 
 func (f *HandlerFixture) TestTheMessagesOwnFailureStillSpendsTheBudgetAndGivesUp() {
 	f.inner.failures = []any{"own 1", databaseDown, "own 2", "own 3"}
-	recovered := f.handle(Options.MaxAttempts(2))
+	recovered := f.handle(Options.Policy(retrypolicy.Fixed(2, 0)))
 	f.So(recovered, should.Equal, "own 2")
 	f.So(f.inner.calls, should.Equal, 3)
 	f.So(f.monitor.attempts, should.Equal, []int{1, 2})
@@ -74,7 +75,7 @@ func (f *HandlerFixture) TestFatalWinsOverAnOutage() {
 func (f *HandlerFixture) TestCancellationEndsTheWaitUnacknowledgedAndKeepsTheOutageMark() {
 	f.inner.failures = []any{databaseDown, databaseDown}
 	f.cancelAfter = 500 * time.Millisecond // halfway through the first 1 s outage wait
-	recovered := f.handle(Options.MaxAttempts(1))
+	recovered := f.handle(Options.Policy(retrypolicy.None()))
 	err, _ := recovered.(error)
 	f.So(err, should.NotBeNil)
 	f.So(errors.Is(err, context.Canceled), should.BeTrue)
@@ -101,10 +102,10 @@ func TestAnOutageWaitEndsAtOnceOnCancellation(t *testing.T) {
 		started := time.Now()
 		go func() {
 			defer func() { done <- recover() }()
-			New(inner, Options.Backoff(time.Second), Options.MaxAttempts(1), Options.JitterFactor(0),
+			New(inner, Options.Policy(retrypolicy.None()),
 				Options.Logger(quiet)).Handle(ctx, "m")
 		}()
-		time.Sleep(10 * time.Minute)
+		time.Sleep(10 * time.Minute) // the bubble's synthetic clock: ten minutes pass at once
 		synctest.Wait()
 		calls := inner.calls
 		// 1+2+4+8+16 s, then every 30 s: 5 + ceil((600-31)/30) tries after the first.

@@ -18,6 +18,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
@@ -83,16 +84,14 @@ func TestFaultConsumeWhileDatabaseIsDown(t *testing.T) {
 			transactional.New(encodedOutbox, func(state transactional.State) messaging.Handler {
 				return recordIDs{tx: state.Tx, table: handledTable}
 			}),
-			retry.Options.Backoff(100*time.Millisecond),
-			retry.Options.MaxBackoff(2*time.Second),
-			retry.Options.MaxAttempts(settleAttempts),
+			retry.Options.Policy(retrypolicy.Exponential(settleAttempts, 100*time.Millisecond, 2*time.Second)),
 			// The default (30 s) would leave the batch asleep for up to 30 s
 			// after MariaDB answers again; a second bounds the recovery.
 			retry.Options.MaxOutageBackoff(time.Second),
 			retry.Options.LogStackTrace(false),
 			retry.Options.Logger(quietLogger()),
 		),
-		deadletter.Options.MaxAttempts(settleAttempts),
+		deadletter.Options.Policy(retrypolicy.Fixed(settleAttempts, 0)),
 		deadletter.Options.Monitor(settled),
 		deadletter.Options.Logger(logger(t)),
 	)

@@ -16,6 +16,7 @@ import (
 	"github.com/warrenmq/messaging/handlers/deadletter"
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/internal/testenv"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -159,13 +160,11 @@ func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 	settled := &settleCounter{}
 	handler := deadletter.New(connector,
 		retry.New(inner,
-			retry.Options.Backoff(20*time.Millisecond),
-			retry.Options.MaxBackoff(200*time.Millisecond),
-			retry.Options.MaxAttempts(settleAttempts),
+			retry.Options.Policy(retrypolicy.Exponential(settleAttempts, 20*time.Millisecond, 200*time.Millisecond)),
 			retry.Options.LogStackTrace(false),
 			retry.Options.Logger(quietLogger()),
 		),
-		deadletter.Options.MaxAttempts(settleAttempts),
+		deadletter.Options.Policy(retrypolicy.Fixed(settleAttempts, 0)),
 		deadletter.Options.Monitor(settled),
 		deadletter.Options.Logger(logger(t)),
 	)

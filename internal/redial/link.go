@@ -1,6 +1,8 @@
 // Package redial keeps the one lazily dialled connection (and, for those that
-// want it, the one commit writer on it) of each decorator that publishes on
-// its own: batch, handlers/deadletter, handlers/transactional and status. It
+// want it, the one commit writer on it) of each component that holds a
+// connection of its own: batch (the one redialling publisher, which
+// handlers/deadletter and the patterns publish through),
+// handlers/transactional (a commit writer per batch) and status (its probe). It
 // dials on first use, hands the same connection to every later call, and
 // forgets and closes it when a caller reports it broken, so the next call
 // dials again. It does not serialise publishes: its users do that, each by

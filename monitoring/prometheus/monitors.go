@@ -88,6 +88,10 @@ func (s streamingMonitor) ShutdownForced(stream string) {
 func (s streamingMonitor) OutageStarted(string, error)       {}
 func (s streamingMonitor) OutageEnded(string, time.Duration) {}
 
+// DeliveriesRequeued records nothing yet (a metric for it is proposed:
+// consumer_requeued_total{stream}).
+func (s streamingMonitor) DeliveriesRequeued(string, int) {}
+
 type settlementMonitor struct{ m *Metrics }
 
 func (s settlementMonitor) Settled(queue, action, _ string) {

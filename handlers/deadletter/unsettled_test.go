@@ -1,0 +1,106 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/smarty/assertions/should"
+
+	"github.com/warrenmq/messaging"
+)
+
+// unsettledOf runs f and returns the *UnsettledError it panicked with.
+func (f *HandlerFixture) unsettledOf(run func()) *UnsettledError {
+	value := recovered(run)
+	err, _ := value.(error)
+	var unsettled *UnsettledError
+	f.So(errors.As(err, &unsettled), should.BeTrue)
+	return unsettled
+}
+
+func ids(deliveries []messaging.Delivery) []string {
+	var out []string
+	for _, d := range deliveries {
+		out = append(out, d.MessageID)
+	}
+	return out
+}
+
+func (f *HandlerFixture) TestAFailedSetAsideOfOneMessageLeavesTheRestOfTheBatchHandled() {
+	f.connector.unroutable = "q.dlq"
+	f.inner.action = func(_ context.Context, messages []any) {
+		if slices.Contains(messages, any("bb")) {
+			panic(errors.New("poison"))
+		}
+	}
+	unsettled := f.unsettledOf(func() {
+		f.handler().Handle(messaging.WithDeliveries(context.Background(), []messaging.Delivery{delivery("a"), delivery("bb"), delivery("ccc")}), "a", "bb", "ccc")
+	})
+
+	f.So(ids(unsettled.Deliveries), should.Equal, []string{"bb"})
+	f.So(errors.Is(unsettled, messaging.ErrUnroutable), should.BeTrue)
+	f.So(f.inner.calls, should.Equal, [][]any{{"a", "bb", "ccc"}, {"a"}, {"bb"}, {"ccc"}})
+	f.So(f.monitor.events, should.Contain, "q accepted ")
+	f.So(f.monitor.events[len(f.monitor.events)-2:], should.Equal, []string{"q accepted ", "q accepted "})
+}
+
+func (f *HandlerFixture) TestAFailedParkLeavesTheRestOfTheBatchToTheHandler() {
+	f.connector.unroutable = "q.parked"
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("not JSON")
+	unsettled := f.unsettledOf(func() { f.handler(Options.FullDelivery(true)).Handle(context.Background(), delivery("a"), bad) })
+
+	f.So(ids(unsettled.Deliveries), should.Equal, []string{"bad"})
+	f.So(f.inner.calls, should.HaveLength, 1) // "a" was handled
+	f.So(f.monitor.events[len(f.monitor.events)-1], should.Equal, "q accepted ")
+}
+
+func (f *HandlerFixture) TestAHandlerThatStopsOnAFailedRejectHasTheOthersRunAlone() {
+	f.connector.unroutable = "q.dlq"
+	f.inner.action = func(ctx context.Context, messages []any) {
+		for _, m := range messages {
+			if d := m.(messaging.Delivery); d.MessageID == "bb" {
+				if err := messaging.Reject(ctx, d, errors.New("refused")); err != nil {
+					panic(err)
+				}
+			}
+		}
+	}
+	unsettled := f.unsettledOf(func() {
+		f.handler(Options.FullDelivery(true)).Handle(context.Background(), delivery("a"), delivery("bb"), delivery("ccc"))
+	})
+
+	f.So(ids(unsettled.Deliveries), should.Equal, []string{"bb"})
+	f.So(len(f.inner.calls), should.Equal, 3) // the batch, then "a" and "ccc" alone; never "bb" again
+	f.So(f.connector.targets(), should.BeEmpty)
+}
+
+func (f *HandlerFixture) TestAnIgnoredFailedSettlementIsStillReported() {
+	f.connector.unroutable = "q.dlq"
+	f.inner.action = func(ctx context.Context, messages []any) {
+		_ = messaging.Reject(ctx, messages[0].(messaging.Delivery), errors.New("refused"))
+	}
+	unsettled := f.unsettledOf(func() {
+		f.handler(Options.FullDelivery(true)).Handle(context.Background(), delivery("a"), delivery("bb"))
+	})
+
+	f.So(ids(unsettled.Deliveries), should.Equal, []string{"a"})
+	f.So(f.inner.calls, should.HaveLength, 1)
+}
+
+func (f *HandlerFixture) TestAnOuterDecoratorReportsTheInnerOnesFailuresWithItsOwn() {
+	f.connector.unroutable = "q.parked"
+	bad := delivery("bad")
+	bad.Undecodable = errors.New("not JSON")
+	f.inner.action = func(ctx context.Context, messages []any) {
+		if err := messaging.Park(ctx, messages[0].(messaging.Delivery), errors.New("later")); err != nil {
+			panic(err)
+		}
+	}
+	inner := New(f.connector, f.inner, Options.FullDelivery(true))
+	outer := New(f.connector, inner, Options.FullDelivery(true))
+	unsettled := f.unsettledOf(func() { outer.Handle(context.Background(), delivery("a"), bad) })
+
+	f.So(ids(unsettled.Deliveries), should.Equal, []string{"bad", "a"})
+}
