@@ -136,6 +136,21 @@ func (p Policy) GiveUpAfter(age time.Duration) Policy {
 	return p
 }
 
+// WithAttempts returns a copy that tries a message at most attempts times,
+// the first delivery included, keeping the waits (a schedule shorter than
+// the attempts repeats its last wait). An attempts below 1 is recorded in Err
+// and read as 1.
+func (p Policy) WithAttempts(attempts int) Policy {
+	p = p.checkAttempts("WithAttempts", attempts)
+	if attempts >= 1 {
+		p.attempts = attempts
+	}
+	if p.kind == kindUnset || p.kind == kindNone {
+		p.kind = kindFixed
+	}
+	return p
+}
+
 // WithJitter returns a copy whose waits held in the process are spread by up
 // to ±factor of themselves: 0.2 turns a 10 s wait into one between 8 s and
 // 12 s. 0 turns jitter off. Waits held by the broker are never jittered. A

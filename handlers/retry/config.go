@@ -28,7 +28,11 @@ type config struct {
 	// backoff and maxBackoff are the core stack's shorthand for a policy's
 	// waits, when given.
 	backoff, maxBackoff time.Duration
-	maxOutage           time.Duration
+	// maxAttempts and jitter, when set, are the core stack's shorthand for
+	// the policy's attempts and jitter.
+	maxAttempts int
+	jitter      *float64
+	maxOutage   time.Duration
 	// outage is the schedule of the waits between tries during an outage.
 	outage    retrypolicy.Policy
 	immediate []any
@@ -67,6 +71,19 @@ func newConfig(opts []Option) config {
 // withShorthand is policy with its waits replaced by Backoff and MaxBackoff,
 // when either was given: the shorthand builds a policy like any other.
 func (c config) withShorthand(policy retrypolicy.Policy) retrypolicy.Policy {
+	policy = c.withWaitShorthand(policy)
+	if c.maxAttempts > 0 {
+		policy = policy.WithAttempts(c.maxAttempts)
+	}
+	if c.jitter != nil {
+		policy = policy.WithJitter(*c.jitter)
+	}
+	return policy
+}
+
+// withWaitShorthand is policy with its waits replaced by Backoff and
+// MaxBackoff, when either was given.
+func (c config) withWaitShorthand(policy retrypolicy.Policy) retrypolicy.Policy {
 	if c.backoff == 0 && c.maxBackoff == 0 {
 		return policy
 	}
@@ -103,6 +120,20 @@ func (OptionSet) Backoff(d time.Duration) Option { return func(c *config) { c.ba
 // MaxBackoff is the longest wait of the Backoff shorthand, which doubles up
 // to it. Default: none, so every wait is Backoff.
 func (OptionSet) MaxBackoff(d time.Duration) Option { return func(c *config) { c.maxBackoff = d } }
+
+// MaxAttempts is the core stack's shorthand for the policy's attempts: how
+// many times a batch is handled, the first included, as
+// policy.WithAttempts(n). There is no unlimited budget: zero or negative
+// means the policy's. Default: the policy's (five).
+func (OptionSet) MaxAttempts(n int) Option { return func(c *config) { c.maxAttempts = n } }
+
+// JitterFactor is the core stack's shorthand for the policy's jitter: each
+// wait is spread by up to ±factor of itself (0 to 1; a value outside is
+// clamped), as policy.WithJitter(factor). Default: the policy's (0.2 for an
+// exponential one).
+func (OptionSet) JitterFactor(factor float64) Option {
+	return func(c *config) { c.jitter = &factor }
+}
 
 // MaxOutageBackoff caps the wait between tries while the failure is a
 // dependency's (messaging.IsOutage: the database or broker unreachable, a
