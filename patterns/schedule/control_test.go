@@ -102,3 +102,40 @@ func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestAWriteOnAConnectionThatClosedIsMadeOnceMore: a hop refused because the
+// writer's kept connection had closed (nothing sent) is made again on the
+// connection the writer dials, and lands; one whose arrival is unknown is
+// not made again (it may have landed), and is held as an outage.
+func TestAWriteOnAConnectionThatClosedIsMadeOnceMore(t *testing.T) {
+	closed := fmt.Errorf("the AMQP connection is closed: %w", messaging.ErrClosed)
+	unknown := fmt.Errorf("confirm lost: %w, %w", messaging.ErrClosed, messaging.ErrArrivalUnknown)
+	for _, c := range []struct {
+		what   string
+		first  error
+		writes int
+		outage bool
+	}{
+		{what: "closed before it was sent", first: closed, writes: 2},
+		{what: "arrival unknown", first: unknown, writes: 1, outage: true},
+	} {
+		writes := 0
+		s := &Scheduler{config: newConfig(nil), writer: writerFunc(func(...messaging.Dispatch) error {
+			writes++
+			if writes == 1 {
+				return c.first
+			}
+			return nil
+		})}
+		settler := &recordingSettler{}
+		d := dueNow()
+		d.Headers[HeaderDueAt] = time.Now().Add(5 * time.Second).UnixMilli()
+		err := s.control(messaging.WithSettler(context.Background(), settler), d)
+		if writes != c.writes || messaging.IsOutage(err) != c.outage || (err == nil) == c.outage || len(settler.decisions) != 0 {
+			t.Errorf("%s: %d write(s), error %v, settled %v; want %d write(s), outage %t", c.what, writes, err, settler.decisions, c.writes, c.outage)
+		}
+		if !c.outage && s.Hops() != 1 {
+			t.Errorf("%s: %d hop(s) counted, want 1", c.what, s.Hops())
+		}
+	}
+}
