@@ -32,7 +32,13 @@
 //     fn, options...) is the same responder as a messaging.Handler for a
 //     consumer of your own. RR5 Server.Close (a messaging.ListenCloser).
 //   - RR6 replies are paired by correlation id; the tests run 20 concurrent
-//     callers on memory and on RabbitMQ.
+//     callers on memory and on RabbitMQ. A reply that carries a causation id
+//     must carry the request's id (the responder stamps it, RR21): one with
+//     a waiting caller's correlation id and another causation is not that
+//     caller's answer, forged or misaddressed; it is dropped and counted
+//     (Monitor.ReplyRefused) and the caller goes on waiting for its own. A
+//     reply without a causation id, from a responder that stamps none, is
+//     matched by correlation alone.
 //   - RR7 Do always uses a fresh correlation id; DoWith(ctx, request,
 //     envelope) passes every other envelope field through (id, causation,
 //     type, headers, expiration; a Topic or RoutingKey replaces the address).

@@ -34,9 +34,15 @@ type Requester[Req, Resp any] struct {
 	mu      sync.Mutex
 	live    bool          // the reply stream is open
 	ready   chan struct{} // closed when live becomes true
-	pending map[string]chan reply
+	pending map[string]waiter
 	closed  bool
 	session *replySession
+}
+
+// waiter is a caller waiting for the reply to its request.
+type waiter struct {
+	request string // the request's message id, the reply's causation id
+	replies chan reply
 }
 
 // reply is what the read loop hands a waiting caller.
@@ -88,7 +94,7 @@ func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connec
 		queue:      cfg.replyTo,
 		writer:     newSharedWriter(connector, "acemq: the requester's writer"),
 		ready:      make(chan struct{}),
-		pending:    map[string]chan reply{},
+		pending:    map[string]waiter{},
 		done:       make(chan struct{}),
 		closing:    make(chan struct{}),
 	}
@@ -170,9 +176,9 @@ func (r *Requester[Req, Resp]) lose(cause error) {
 	if !r.generated {
 		return
 	}
-	for correlation, waiter := range r.pending {
+	for correlation, w := range r.pending {
 		delete(r.pending, correlation)
-		waiter <- reply{err: messaging.Outage(fmt.Errorf("%w (reply queue %q, correlation %s: %v)", ErrReplyQueueLost, r.queue, correlation, cause))}
+		w.replies <- reply{err: messaging.Outage(fmt.Errorf("%w (reply queue %q, correlation %s: %v)", ErrReplyQueueLost, r.queue, correlation, cause))}
 	}
 }
 
@@ -211,17 +217,27 @@ func (r *Requester[Req, Resp]) drain(loop context.Context, session *replySession
 }
 
 // deliver hands a reply to the caller waiting for its correlation id, or
-// drops it when there is none.
+// drops it when there is none. A reply whose causation id is not the waiting
+// caller's request id is not the answer to that request (the responder
+// stamps the request's id as the reply's causation): it is dropped and the
+// caller goes on waiting. A reply without a causation id, from a responder
+// that does not stamp one, is matched by correlation alone.
 func (r *Requester[Req, Resp]) deliver(delivery messaging.Delivery) {
 	r.mu.Lock()
-	waiter, ok := r.pending[delivery.CorrelationID]
-	delete(r.pending, delivery.CorrelationID)
-	r.mu.Unlock()
-	if !ok {
-		r.config.monitor.ReplyDropped(r.routingKey)
-		return
+	w, ok := r.pending[delivery.CorrelationID]
+	refused := ok && delivery.CausationID != "" && delivery.CausationID != w.request
+	if ok && !refused {
+		delete(r.pending, delivery.CorrelationID)
 	}
-	waiter <- reply{delivery: delivery} // buffered, and only one send per waiter
+	r.mu.Unlock()
+	switch {
+	case refused:
+		r.config.monitor.ReplyRefused(r.routingKey)
+	case !ok:
+		r.config.monitor.ReplyDropped(r.routingKey)
+	default:
+		w.replies <- reply{delivery: delivery} // buffered, and only one send per waiter
+	}
 }
 
 // reopen declares the reply queue again, backing off while it fails; nil when
@@ -283,7 +299,9 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 		return fmt.Errorf("%w after %s (correlation %s)", ErrRequestTimedOut, r.config.timeout, correlation)
 	}
 
-	waiter := make(chan reply, 1)
+	dispatch := r.dispatch(envelope, correlation, payload)
+	routingKey = dispatch.RoutingKey
+	w := waiter{request: dispatch.MessageID, replies: make(chan reply, 1)}
 	for {
 		r.mu.Lock()
 		if r.closed {
@@ -292,7 +310,7 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 		}
 		ready, live := r.ready, r.live
 		if live {
-			r.pending[correlation] = waiter
+			r.pending[correlation] = w
 		}
 		r.mu.Unlock()
 		if live {
@@ -309,8 +327,6 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 	}
 	defer r.forget(correlation)
 
-	dispatch := r.dispatch(envelope, correlation, payload)
-	routingKey = dispatch.RoutingKey
 	publish, cancel := context.WithCancel(ctx)
 	unbind := context.AfterFunc(timer, cancel) // the timer bounds the publish too
 	_, err = r.writer.Write(publish, dispatch)
@@ -332,7 +348,7 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 	}
 
 	select {
-	case got := <-waiter:
+	case got := <-w.replies:
 		if got.err != nil {
 			return response, got.err
 		}
@@ -361,6 +377,9 @@ func (r *Requester[Req, Resp]) dispatch(envelope messaging.Dispatch, correlation
 	}
 	if d.MessageType == "" {
 		d.MessageType = r.config.messageType
+	}
+	if d.MessageID == "" {
+		d.MessageID = messaging.NewID() // known here: the reply's causation must be it
 	}
 	d.CorrelationID = correlation
 	d.ReplyTo = r.queue
@@ -397,9 +416,9 @@ func (r *Requester[Req, Resp]) Close() error {
 	}
 	r.closed = true
 	close(r.closing)
-	for correlation, waiter := range r.pending {
+	for correlation, w := range r.pending {
 		delete(r.pending, correlation)
-		waiter <- reply{err: fmt.Errorf("acemq: the requester for %q closed before the reply arrived (correlation %s): %w", r.routingKey, correlation, messaging.ErrClosed)}
+		w.replies <- reply{err: fmt.Errorf("acemq: the requester for %q closed before the reply arrived (correlation %s): %w", r.routingKey, correlation, messaging.ErrClosed)}
 	}
 	r.mu.Unlock()
 
