@@ -241,17 +241,10 @@ func (s *Scheduler) hop(ctx context.Context, m message, rungs []Rung) error {
 // consumer to reconnect again.
 func (s *Scheduler) write(ctx context.Context, dispatch messaging.Dispatch) error {
 	_, err := s.writer.Write(ctx, dispatch)
-	if notSent(err) && ctx.Err() == nil {
+	if messaging.IsNotSent(err) && ctx.Err() == nil {
 		_, err = s.writer.Write(ctx, dispatch)
 	}
 	return err
-}
-
-// notSent reports a write refused before anything was sent because its
-// connection had closed: sending it again cannot duplicate it. A lost
-// confirmation (messaging.ErrArrivalUnknown: it may have landed) is not one.
-func notSent(err error) bool {
-	return errors.Is(err, messaging.ErrClosed) && !errors.Is(err, messaging.ErrArrivalUnknown)
 }
 
 // unrouted reports a publish that reached no queue: unroutable, or an
