@@ -28,14 +28,12 @@ const (
 	// DefaultReplyPrefetch is how many replies the broker hands the
 	// requester before it acknowledges them.
 	DefaultReplyPrefetch = 256
-	// DefaultReconnectDelay is the first pause before the requester declares
-	// its reply queue again after losing it; it doubles up to
-	// maxReconnectDelay while the broker stays away.
+	// DefaultReconnectDelay is the first pause before the requester's reply
+	// subscription declares its reply queue again after losing it.
 	DefaultReconnectDelay = 100 * time.Millisecond
 	// DefaultCloseTimeout bounds Close.
 	DefaultCloseTimeout = 10 * time.Second
 
-	maxReconnectDelay = 5 * time.Second
 	// replyQueuePrefix names generated reply queues (acemq-reply-<uuid>).
 	replyQueuePrefix = "acemq-reply-"
 )
@@ -135,9 +133,10 @@ func (singleton) Logger(logger *slog.Logger) option {
 	return func(c *config) { c.logger = logger }
 }
 
-// ReconnectDelay is the first pause before the requester declares its reply
-// queue again after losing it (default DefaultReconnectDelay, 100 ms); it
-// doubles while the broker stays away, up to 5 s.
+// ReconnectDelay is the first pause before the requester's reply
+// subscription declares its reply queue again after losing it (default
+// DefaultReconnectDelay, 100 ms); the streaming runtime's backoff follows
+// while the broker stays away.
 func (singleton) ReconnectDelay(delay time.Duration) option {
 	return func(c *config) { c.reconnectDelay = delay }
 }

@@ -20,9 +20,10 @@
 // Rows of the patterns map (RR1-RR25), as built here:
 //
 //   - RR1 NewRequester[Req, Resp](ctx, connector, topic, routingKey,
-//     options...): it owns a connection with the reply stream (and the
-//     goroutine reading it) and a pipelined writer for the requests; ctx bounds
-//     the start only, and a reply queue that cannot be declared is returned.
+//     options...): it owns a streaming subscription of its reply queue and a
+//     batch.Writer for the requests, which pipelines concurrent callers'
+//     publishes; ctx bounds the start only, and a reply queue that cannot be
+//     declared is returned.
 //   - RR2 Do(ctx, request) (Resp, error). RR3 Close, bounded by
 //     Options.CloseTimeout; callers still waiting get messaging.ErrClosed.
 //   - RR4 Serve(ctx, connector, queue, fn, options...) wires a streaming
@@ -59,8 +60,9 @@
 //     dropped and the request accepted.
 //   - RR13 the generated reply queue acemq-reply-<uuid> is transient,
 //     exclusive, auto-delete, classic, without dead-letter arguments. When
-//     its connection drops, the requester declares it again under the same
-//     name (backing off from Options.ReconnectDelay to 5 s); callers in
+//     its connection drops, the reply subscription declares it again under
+//     the same name (first after Options.ReconnectDelay, then with the
+//     streaming runtime's backoff); callers in
 //     flight fail at once with ErrReplyQueueLost (their replies went with
 //     the queue), callers that arrive meanwhile wait for it within their
 //     timeout, and later calls work. A request whose writer connection had

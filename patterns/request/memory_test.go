@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/serialization"
 )
 
 type priceRequest struct {
@@ -375,4 +377,32 @@ func TestMemoryALostReplyQueueIsDeclaredAgain(t *testing.T) {
 			t.Errorf("a caller waiting for the reply queue got %v at %s; want ErrClosed when Close ran (%s)", r.err, r.at, closedAt)
 		}
 	})
+}
+
+// TestMemoryARequesterOverADecodingConnectorStillReadsItsReplies: a
+// requester given a serialization-decorated connector, which knows none of
+// the reply's types, reads its replies from the transport beneath it as
+// bytes and decodes them with its own codec: every answer arrives.
+func TestMemoryARequesterOverADecodingConnectorStillReadsItsReplies(t *testing.T) {
+	broker := memory.New(memory.Options.Logger(quiet))
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	server, err := Serve(ctx, broker, "prices", price, Options.Logger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	decoding := serialization.New(broker, serialization.Options.ReadTypes(map[string]reflect.Type{"unrelated": reflect.TypeOf(0)}))
+	requester, err := NewRequester[priceRequest, priceResponse](ctx, decoding, "", "prices", Options.Logger(quiet), Options.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requester.Close()
+	for i := range 3 {
+		sku := fmt.Sprint("sku-", i)
+		if response, err := requester.Do(ctx, priceRequest{SKU: sku}); err != nil || response.SKU != sku {
+			t.Fatalf("request %d: got %+v, %v", i, response, err)
+		}
+	}
 }
