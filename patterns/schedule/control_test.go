@@ -51,8 +51,8 @@ func unroutable() error {
 
 // TestTheControlConsumerTellsAnOutageFromAFailure: a delivery the broker
 // refuses is set aside with the reason; one that fails because the broker is
-// away, or because the handler's context ended (a shutdown), is left for the
-// broker to redeliver, marked as an outage so nothing sets it aside; one that
+// away or closed the connection under the publish, or because the handler's
+// context ended (a shutdown), is left for the broker to redeliver, marked as an outage so nothing sets it aside; one that
 // reaches no queue goes on the 10 s rung, and is set aside only when no rung
 // takes it.
 func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
@@ -69,6 +69,13 @@ func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
 	}{
 		{what: "refused", ctx: context.Background(), write: func(...messaging.Dispatch) error { return refused }, verdict: messaging.Rejected},
 		{what: "broker away", ctx: context.Background(), write: func(...messaging.Dispatch) error { return messaging.Outage(errors.New("connection refused")) }, outage: true},
+		{what: "connection closed by the broker", ctx: context.Background(), write: func(...messaging.Dispatch) error {
+			return fmt.Errorf("batch writer: publish 1 message(s): the AMQP connection is closed (%w); connect again: %w",
+				&messaging.BrokerError{Code: messaging.ReplyConnectionForced, Text: "CONNECTION_FORCED"}, messaging.ErrClosed)
+		}, outage: true},
+		{what: "confirm lost with the connection", ctx: context.Background(), write: func(...messaging.Dispatch) error {
+			return &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "m", Err: messaging.ErrArrivalUnknown}}}
+		}, outage: true},
 		{what: "shutdown", ctx: cancelled, write: func(...messaging.Dispatch) error { return context.Canceled }, outage: true},
 		{what: "unbound", ctx: context.Background(), write: func(ds ...messaging.Dispatch) error {
 			if ds[0].Topic == Exchange {
