@@ -113,7 +113,7 @@ func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) (hop, 
 		return hop{}, false
 	}
 	if slip != nil {
-		slip.Advance(h.config.now())
+		slip = slip.Advance(h.config.now())
 		if _, ok := slip.Next(); !ok {
 			h.finished(ctx, d, slip, pipeline, step, OutcomeCompleted)
 			return hop{}, false
@@ -136,7 +136,7 @@ func (h *handler[In, Out]) slipOf(d messaging.Delivery) (*Slip, error) {
 		// A pipeline step assumes the message is at its own position.
 		slip = h.config.route.Start()
 		for range h.position {
-			slip.Advance(h.config.now())
+			slip = slip.Advance(h.config.now())
 		}
 	}
 	if slip.Form() == FormSteps {

@@ -24,7 +24,8 @@ const (
 	// (2026-02-03T04:05:06Z), not epoch milliseconds.
 	HeaderReplayedAt = "acemq-replayed-at"
 	// HeaderReplayCount is how many times the message was replayed: the
-	// previous count plus one (an integer).
+	// previous count plus one, a signed 32-bit integer as the family writes
+	// it.
 	HeaderReplayCount = "acemq-replay-count"
 )
 
@@ -174,15 +175,26 @@ func (f From) copyOf(d messaging.Delivery, now time.Time) messaging.Dispatch {
 	if headers == nil {
 		headers = make(map[string]any, 3)
 	}
-	count := int64(0)
-	if previous, ok := wire.Integer(d.Headers[HeaderReplayCount]); ok && previous > 0 && previous < math.MaxInt64 {
-		count = previous
-	}
 	headers[HeaderReplayedFrom] = f.Queue
 	headers[HeaderReplayedAt] = now.UTC().Format(time.RFC3339)
-	headers[HeaderReplayCount] = count + 1
+	headers[HeaderReplayCount] = nextCount(d.Headers[HeaderReplayCount])
 	copied.Headers = headers
 	return copied
+}
+
+// nextCount is the replay count a copy carries: the previous one (read in any
+// width; absent, negative or unreadable is none) plus one, as a signed 32-bit
+// integer, the width the family writes. A count at the largest such integer
+// stays there.
+func nextCount(previous any) int32 {
+	count, ok := wire.Integer(previous)
+	switch {
+	case !ok || count < 0:
+		return 1
+	case count >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(count) + 1
 }
 
 // Run moves messages from From.Queue to the destination until the broker has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func (f *ReplayFixture) TestEveryMessageMovesToTheQueueItWasSetAsideFromStampedA
 	f.So(d.Headers["tenant"], should.Equal, "t1")
 	f.So(d.Headers[HeaderReplayedFrom], should.Equal, "orders.dlq")
 	f.So(d.Headers[HeaderReplayedAt], should.Equal, "2026-02-03T04:05:06Z")
-	f.So(d.Headers[HeaderReplayCount], should.Equal, int64(1))
+	f.So(d.Headers[HeaderReplayCount], should.Equal, int32(1))
 	f.So(f.monitor.moved, should.Equal, 10)
 	f.So(f.monitor.finished, should.Resemble, []Result{result})
 }
@@ -124,9 +125,23 @@ func (f *ReplayFixture) TestTheReplayCountIsThePreviousOnePlusOneWhateverItsWidt
 	_, err := f.run(From{Queue: "orders.dlq"})
 	f.So(err, should.BeNil)
 	moved := f.drain("orders")
-	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int64(3))
-	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int64(7))
-	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int64(10))
+	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int32(3))
+	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int32(7))
+	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int32(10))
+}
+
+// The family writes acemq-replay-count as a signed 32-bit integer (an AMQP
+// 'I' field); a count already at its largest stays there.
+func (f *ReplayFixture) TestTheReplayCountIsWrittenAsASigned32BitInteger() {
+	f.setAside("orders.dlq", 3, func(i int) map[string]any {
+		return []map[string]any{nil, {HeaderReplayCount: int64(math.MaxInt32)}, {HeaderReplayCount: int64(math.MaxInt64)}}[i]
+	})
+	_, err := f.run(From{Queue: "orders.dlq"})
+	f.So(err, should.BeNil)
+	moved := f.drain("orders")
+	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int32(1))
+	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int32(math.MaxInt32))
+	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int32(math.MaxInt32))
 }
 
 func (f *ReplayFixture) TestDeclinedMessagesStayAndTheLimitStopsThePass() {
