@@ -348,7 +348,7 @@ func (p *pass) move(ctx context.Context, stream messaging.Stream, writer messagi
 	if len(batch) == 0 {
 		return nil
 	}
-	now := p.config.now()
+	now := time.Now()
 	copies := make([]messaging.Dispatch, len(batch))
 	for i, d := range batch {
 		copies[i] = p.from.copyOf(d, now)
@@ -407,7 +407,7 @@ func (p *pass) stopped(ctx context.Context, err error) error {
 			err = fmt.Errorf("replay %s: %s: %w", p.from.Queue, "cancelled", context.Cause(ctx))
 		}
 		return err
-	case !p.from.Deadline.IsZero() && !p.config.now().Before(p.from.Deadline):
+	case !p.from.Deadline.IsZero() && !time.Now().Before(p.from.Deadline):
 		// A step the deadline cut short left its message unacknowledged,
 		// so it goes back; its copy may have landed too (a duplicate).
 		p.result.Reason = Deadline
