@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"strings"
@@ -250,39 +251,77 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 		work, cancel = context.WithDeadline(ctx, p.from.Deadline)
 		defer cancel()
 	}
-	queue := p.from.Queue
-	conn, err := connector.Connect(work)
+	l, err := p.open(work, connector)
 	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: connect: %w", queue, err))
-	}
-	defer conn.Close()
-	reader, err := conn.Reader(work)
-	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: open a reader: %w", queue, err))
-	}
-	defer reader.Close()
-	var writer messaging.Writer
-	if !p.from.DryRun {
-		if writer, err = conn.Writer(work); err != nil {
-			return p.stopped(ctx, fmt.Errorf("replay %s: open a writer: %w", queue, err))
-		}
-		defer writer.Close()
-	}
-	stream, err := reader.Stream(work, messaging.StreamConfig{StreamName: queue, Poll: true})
-	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: open the queue: %w", queue, err))
+		return p.stopped(ctx, err)
 	}
 	defer func() {
 		// Closing the stream returns every message still held: the declined
 		// ones, and one whose copy did not land.
-		if closeErr := stream.Close(); closeErr != nil && err == nil {
+		if closeErr := l.close(); closeErr != nil && err == nil {
 			err = fmt.Errorf("replay %s: %s, but closing the queue failed, so the %d declined message(s) return only when the connection closes: %w",
-				queue, p.result, p.result.Skipped, closeErr)
+				p.from.Queue, p.result, p.result.Skipped, closeErr)
 		}
 	}()
+	return p.loop(ctx, work, l)
+}
+
+// lane is what a pass reads and writes through: one connection, a reader
+// with the queue's stream in poll mode, and a writer (none in a dry run).
+type lane struct {
+	conn   messaging.Connection
+	reader messaging.Reader
+	writer messaging.Writer
+	stream messaging.Stream
+}
+
+// open connects and opens the lane; what opened before a failure is closed.
+func (p *pass) open(work context.Context, connector messaging.Connector) (l *lane, err error) {
+	queue := p.from.Queue
+	l = &lane{}
+	defer func() {
+		if err != nil {
+			_ = l.close()
+		}
+	}()
+	if l.conn, err = connector.Connect(work); err != nil {
+		return l, fmt.Errorf("replay %s: connect: %w", queue, err)
+	}
+	if l.reader, err = l.conn.Reader(work); err != nil {
+		return l, fmt.Errorf("replay %s: open a reader: %w", queue, err)
+	}
+	if !p.from.DryRun {
+		if l.writer, err = l.conn.Writer(work); err != nil {
+			return l, fmt.Errorf("replay %s: open a writer: %w", queue, err)
+		}
+	}
+	if l.stream, err = l.reader.Stream(work, messaging.StreamConfig{StreamName: queue, Poll: true}); err != nil {
+		return l, fmt.Errorf("replay %s: open the queue: %w", queue, err)
+	}
+	return l, nil
+}
+
+// close closes the stream first (which returns what it holds), then the
+// writer, the reader and the connection, and reports the stream's error.
+func (l *lane) close() error {
+	var err error
+	if l.stream != nil {
+		err = l.stream.Close()
+	}
+	for _, closer := range []io.Closer{l.writer, l.reader, l.conn} {
+		if closer != nil {
+			_ = closer.Close()
+		}
+	}
+	return err
+}
+
+// loop reads, filters and moves messages until the pass stops, and says why.
+func (p *pass) loop(ctx, work context.Context, l *lane) error {
+	queue := p.from.Queue
 	var batch []messaging.Delivery // read, accepted, not yet published
 	flush := func() error {
-		err := p.move(work, stream, writer, batch)
+		err := p.move(work, l.stream, l.writer, batch)
 		batch = batch[:0]
 		return err
 	}
@@ -298,15 +337,15 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			return p.stopped(ctx, nil) // what the batch holds goes back
 		}
 		var d messaging.Delivery
-		if err := stream.Read(work, &d); err != nil {
-			if errors.Is(err, messaging.ErrQueueEmpty) {
-				if err := flush(); err != nil {
-					return p.stopped(ctx, err)
-				}
-				p.result.Reason = Drained
-				return nil
+		if err := l.stream.Read(work, &d); err != nil {
+			if !errors.Is(err, messaging.ErrQueueEmpty) {
+				return p.stopped(ctx, fmt.Errorf("replay %s: read: %w", queue, err))
 			}
-			return p.stopped(ctx, fmt.Errorf("replay %s: read: %w", queue, err))
+			if err := flush(); err != nil {
+				return p.stopped(ctx, err)
+			}
+			p.result.Reason = Drained
+			return nil
 		}
 		if _, again := p.moved[d.MessageID]; again && d.MessageID != "" {
 			if err := flush(); err != nil {
@@ -315,15 +354,7 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			return p.stopped(ctx, fmt.Errorf("replay %s: message %s came back to %s after it was moved: the destination routes into the queue being read, so the pass would never drain; it stopped, and the copies it moved are in %s. Name a destination that does not lead back",
 				queue, d.MessageID, queue, queue))
 		}
-		if p.from.Filter != nil && !p.from.Filter(d) {
-			p.result.Skipped++
-			p.config.monitor.Declined(queue)
-			p.config.each(d, Declined)
-			continue
-		}
-		if p.from.DryRun {
-			p.result.Moved++
-			p.config.each(d, Moved)
+		if !p.take(d) {
 			continue
 		}
 		batch = append(batch, d)
@@ -333,6 +364,23 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			}
 		}
 	}
+}
+
+// take reports whether d is to be moved: not when the filter declines it
+// (counted as skipped), nor in a dry run (counted as moved, nothing sent).
+func (p *pass) take(d messaging.Delivery) bool {
+	if p.from.Filter != nil && !p.from.Filter(d) {
+		p.result.Skipped++
+		p.config.monitor.Declined(p.from.Queue)
+		p.config.each(d, Declined)
+		return false
+	}
+	if p.from.DryRun {
+		p.result.Moved++
+		p.config.each(d, Moved)
+		return false
+	}
+	return true
 }
 
 // pipeline is how many copies are published together, their confirms
