@@ -118,8 +118,9 @@ func (OptionSet) MessageType(messageType string) Option {
 // Monitor receives the counts (both sides; default NopMonitor).
 func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
-// Logger receives the requester's WARN line when it loses its reply queue
-// (default slog.Default()).
+// Logger receives the requester's WARN line when it loses its reply queue,
+// and the lines of its reply subscription and of Serve's consumer. Default:
+// slog.Default().
 func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // ReconnectDelay is the first pause before the requester's reply
