@@ -168,6 +168,18 @@ func connectionLost(err error) bool {
 	return false
 }
 
+// IsNotSent reports whether err says a write was refused before any of it
+// was sent, because its connection or channel had closed (ErrClosed) since it
+// was last used: no message of the write has an unknown arrival
+// (ErrArrivalUnknown). Sending the same write again, on a connection dialled
+// for it, cannot duplicate anything; a publisher that keeps a connection
+// between calls does so once, so a connection that died while it was idle
+// does not fail the next call. A lost confirmation is not one: that message
+// may have landed.
+func IsNotSent(err error) bool {
+	return errors.Is(err, ErrClosed) && !errors.Is(err, ErrArrivalUnknown)
+}
+
 // MySQL and MariaDB server errors that mean the server or the connection is
 // going away, not that the statement is wrong.
 const (

@@ -48,6 +48,29 @@ func (f *ClassifyFixture) TestAConnectionThatClosedIsLostAndAnOutageForEveryCall
 	f.So(errors.Is(&BrokerError{Code: ReplyConnectionForced}, ErrClosed), should.BeTrue)
 }
 
+// A write refused because its connection had closed was not sent, and may be
+// sent again; one whose confirm was lost, or any other failure, may have
+// landed or is a verdict.
+func (f *ClassifyFixture) TestAWriteOnAClosedConnectionWasNotSent() {
+	for _, err := range []error{
+		ErrClosed,
+		fmt.Errorf("batch writer: publish 1 message(s): %w", ErrClosed),
+		&BrokerError{Code: ReplyConnectionForced},
+		&PublishError{Results: []PublishResult{{MessageID: "a", Err: fmt.Errorf("not published: %w", ErrClosed)}}},
+	} {
+		f.So(IsNotSent(err), should.BeTrue)
+	}
+	for _, err := range []error{
+		nil,
+		ErrArrivalUnknown,
+		fmt.Errorf("confirm lost: %w, %w", ErrClosed, ErrArrivalUnknown),
+		&PublishError{Results: []PublishResult{{MessageID: "a", Err: ErrClosed}, {MessageID: "b", Err: ErrArrivalUnknown}}},
+		ErrUnroutable, ErrPublishTimeout, ErrPublishingPaused,
+	} {
+		f.So(IsNotSent(err), should.BeFalse)
+	}
+}
+
 // A verdict on a message, or a connection the broker blocked, is not a lost
 // connection.
 func (f *ClassifyFixture) TestAVerdictOrABlockIsNotALostConnection() {

@@ -72,7 +72,8 @@
 //   - RS3 FollowSlip[T](writer, fn(ctx, Delivery, T) (T, error), options...).
 //   - RS4 the JSON form, header HeaderRoutingSlip = "acemq-routing-slip":
 //     {"steps":[{exchange,routingKey,name}],"done":[...,completedAt]}, done,
-//     name and completedAt omitted when empty, RFC 3339 UTC, no run id.
+//     name and completedAt omitted when empty, completedAt RFC 3339 UTC in
+//     whole seconds (2026-01-01T10:11:12Z), no run id.
 //     ParseSlip is its decoder (fuzzed); anything else is ErrUnreadableSlip.
 //   - RS5 the declared form is Delivery.Route, RoutePosition and RouteID
 //     (x-acemq-route, -position, -id, encoded by the transports); ReadSlip
@@ -93,9 +94,11 @@
 //     remaining) with position = len(done).
 //   - RS12 no slip: Reject(Fatal("acemq: message %s has no routing slip, so
 //     there is nowhere to send it next")); an unreadable slip or one that is
-//     not text: Reject(Fatal).
-//   - RS13 Slip.Advance moves the first stop to done with completedAt; none
-//     left: accepted, reported completed.
+//     not text: Reject(Fatal), the reason ErrUnreadableSlip's "acemq: cannot
+//     read the routing slip: ...".
+//   - RS13 Slip.Advance returns a new slip with the first stop moved to done
+//     with completedAt, and leaves its own as it was; none left: accepted,
+//     reported completed.
 //   - RS14 the next hop is mandatory, to the next stop in the same form,
 //     correlation carried, causation = the input's id; a failure is Retry
 //     with "acemq: %s is done for message %s but the next step did not go

@@ -22,9 +22,10 @@ const HeaderRoutingSlip = "acemq-routing-slip"
 var ErrNoSteps = errors.New("acemq: this routing slip has no steps in it")
 
 // ErrUnreadableSlip marks a routing slip header that is not text or not the
-// JSON the wire contract describes. A message that carries one is
-// dead-lettered: no retry can fix it.
-var ErrUnreadableSlip = errors.New("acemq: the routing slip cannot be read")
+// JSON the wire contract describes; its text, "cannot read the routing
+// slip", is the family's. A message that carries one is dead-lettered: no
+// retry can fix it.
+var ErrUnreadableSlip = errors.New("acemq: cannot read the routing slip")
 
 // stepName is the wire contract's rule for a step name, which is also a
 // routing key and part of a queue name.
@@ -74,8 +75,9 @@ func (s Stop) label() string {
 
 // Slip is a routing slip: the stops a message still has to visit, in order,
 // and those it visited. Build one with NewRoutingSlip or Route.Start, read one
-// from a delivery with ReadSlip. A Slip is a value a handler owns; its methods
-// that change it return it for chaining.
+// from a delivery with ReadSlip. A Slip is a value a handler owns. Then,
+// AsSteps and AsJSON change it and return it for chaining; Advance returns a
+// new slip and leaves the one it is called on as it was.
 type Slip struct {
 	steps []Stop
 	done  []Stop
@@ -115,16 +117,21 @@ func (s *Slip) Next() (Stop, bool) {
 	return s.steps[0], true
 }
 
-// Advance marks the next stop done at now (stored in UTC).
+// Advance returns a copy of the slip with its next stop marked done at now,
+// in UTC and whole seconds as the wire carries it; the slip it is called on
+// is left as it was, as the family's slips are. A slip with no stop left is
+// copied as it is.
 func (s *Slip) Advance(now time.Time) *Slip {
-	if len(s.steps) == 0 {
-		return s
+	advanced := *s
+	advanced.steps, advanced.done = slices.Clone(s.steps), slices.Clone(s.done)
+	if len(advanced.steps) == 0 {
+		return &advanced
 	}
-	stop := s.steps[0]
-	stop.CompletedAt = now.UTC()
-	s.done = append(s.done, stop)
-	s.steps = slices.Delete(slices.Clone(s.steps), 0, 1)
-	return s
+	stop := advanced.steps[0]
+	stop.CompletedAt = now.UTC().Truncate(time.Second)
+	advanced.done = append(advanced.done, stop)
+	advanced.steps = slices.Delete(advanced.steps, 0, 1)
+	return &advanced
 }
 
 // AsSteps switches the slip to the declared route form of route: every stop
@@ -233,7 +240,8 @@ func (s *Slip) Apply(d *messaging.Dispatch) error {
 }
 
 // jsonStop is a stop as the JSON form writes it: name and completedAt
-// omitted when empty, completedAt in RFC 3339 UTC.
+// omitted when empty, completedAt in RFC 3339 UTC, whole seconds
+// (2026-01-01T10:11:12Z) as every library of the family writes it.
 type jsonStop struct {
 	Exchange    string `json:"exchange"`
 	RoutingKey  string `json:"routingKey"`
@@ -256,7 +264,7 @@ func (s *Slip) MarshalJSON() ([]byte, error) {
 	for _, stop := range s.done {
 		j := jsonStop{Exchange: stop.Exchange, RoutingKey: stop.RoutingKey, Name: stop.Name}
 		if !stop.CompletedAt.IsZero() {
-			j.CompletedAt = stop.CompletedAt.UTC().Format(time.RFC3339Nano)
+			j.CompletedAt = stop.CompletedAt.UTC().Format(time.RFC3339)
 		}
 		out.Done = append(out.Done, j)
 	}
@@ -289,7 +297,7 @@ func ParseSlip(value []byte) (*Slip, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: completedAt %q of step %s is not an RFC 3339 time", ErrUnreadableSlip, wire.Shorten(j.CompletedAt), stop.label())
 			}
-			stop.CompletedAt = at.UTC()
+			stop.CompletedAt = at.UTC().Truncate(time.Second) // as it is written again
 		}
 		s.done = append(s.done, stop)
 	}

@@ -23,12 +23,51 @@ type SlipFixture struct {
 
 func (f *SlipFixture) TestTheJSONFormIsTheWireContractsAndOmitsWhatIsEmpty() {
 	slip := NewRoutingSlip().Then("orders-events", "order.validate", "validate").Then("orders-events", "order.charge", "")
-	slip.Advance(time.Date(2026, 2, 3, 4, 5, 6, 0, time.FixedZone("CET", 3600)))
+	slip = slip.Advance(time.Date(2026, 2, 3, 4, 5, 6, 0, time.FixedZone("CET", 3600)))
 	encoded, err := json.Marshal(slip)
 	f.So(err, should.BeNil)
 	f.So(string(encoded), should.Equal, `{"steps":[{"exchange":"orders-events","routingKey":"order.charge"}],"done":[{"exchange":"orders-events","routingKey":"order.validate","name":"validate","completedAt":"2026-02-03T03:05:06Z"}]}`)
 	fresh, _ := json.Marshal(NewRoutingSlip().Then("x", "k", "n"))
 	f.So(string(fresh), should.Equal, `{"steps":[{"exchange":"x","routingKey":"k","name":"n"}]}`)
+}
+
+// The family writes completedAt in whole seconds, RFC 3339 in UTC:
+// "2026-01-01T10:11:12Z", however precise the moment the step finished.
+func (f *SlipFixture) TestCompletedAtIsWrittenInWholeSecondsAsTheFamilyWritesIt() {
+	slip := NewRoutingSlip().Then("orders-events", "order.validate", "validate").Then("orders-events", "order.charge", "charge")
+	slip = slip.Advance(time.Date(2026, 1, 1, 10, 11, 12, 345_678_901, time.UTC))
+	encoded, err := json.Marshal(slip)
+	f.So(err, should.BeNil)
+	f.So(string(encoded), should.Equal, `{"steps":[{"exchange":"orders-events","routingKey":"order.charge","name":"charge"}],"done":[{"exchange":"orders-events","routingKey":"order.validate","name":"validate","completedAt":"2026-01-01T10:11:12Z"}]}`)
+	read, err := ParseSlip(encoded)
+	f.So(err, should.BeNil)
+	f.So(read.Done()[0].CompletedAt, should.Equal, time.Date(2026, 1, 1, 10, 11, 12, 0, time.UTC))
+}
+
+// Advance returns the advanced slip and leaves the one it is given as it
+// was, as the family's slips do: a handler run again holds the slip it read.
+func (f *SlipFixture) TestAdvanceReturnsANewSlipAndLeavesItsOwnAsItWas() {
+	slip := NewRoutingSlip().Then("a", "ka", "first").Then("b", "kb", "second")
+	advanced := slip.Advance(time.Date(2026, 1, 1, 10, 11, 12, 0, time.UTC))
+	f.So(slip.Done(), should.BeEmpty)
+	f.So(slip.Remaining(), should.HaveLength, 2)
+	f.So(advanced.Done(), should.Resemble, []Stop{{Exchange: "a", RoutingKey: "ka", Name: "first", CompletedAt: time.Date(2026, 1, 1, 10, 11, 12, 0, time.UTC)}})
+	f.So(advanced.Remaining(), should.Resemble, []Stop{{Exchange: "b", RoutingKey: "kb", Name: "second"}})
+	again := advanced.Advance(time.Now())
+	f.So(advanced.Remaining(), should.HaveLength, 1)
+	f.So(again.Remaining(), should.BeEmpty)
+	f.So(again.Done(), should.HaveLength, 2)
+}
+
+// Whatever makes a slip unreadable, the error says "cannot read the routing
+// slip", as every library of the family words it.
+func (f *SlipFixture) TestAnUnreadableSlipSaysItCannotReadTheRoutingSlip() {
+	for _, text := range []string{`nul`, `{"steps":3}`, `{"done":[{"completedAt":"yesterday"}]}`} {
+		_, err := ParseSlip([]byte(text))
+		f.So(err.Error(), should.ContainSubstring, "cannot read the routing slip")
+	}
+	_, _, err := ReadSlip(messaging.Delivery{Headers: map[string]any{HeaderRoutingSlip: int64(3)}})
+	f.So(err.Error(), should.ContainSubstring, "cannot read the routing slip")
 }
 
 func (f *SlipFixture) TestTheJSONFormReadsBack() {
@@ -89,7 +128,7 @@ func (f *SlipFixture) TestTheStepsFormWritesEveryNameAndThePositionDone() {
 	f.So(route.QueueFor("charge"), should.Equal, "orders.charge")
 	slip := route.Start()
 	f.So(slip.RunID(), should.HaveLength, 36)
-	slip.Advance(time.Now())
+	slip = slip.Advance(time.Now())
 	d := messaging.Dispatch{Headers: map[string]any{"x-tenant": "t1"}}
 	f.So(slip.Apply(&d), should.BeNil)
 	f.So(d.Topic, should.Equal, "orders")
@@ -162,7 +201,7 @@ func (f *FollowSlipFixture) handle(d messaging.Delivery, options ...Option) {
 func (f *FollowSlipFixture) jsonSlip(done int) messaging.Delivery {
 	slip := NewRoutingSlip().Then("e1", "k1", "one").Then("e2", "k2", "two").Then("e3", "k3", "three")
 	for range done {
-		slip.Advance(time.Now())
+		slip = slip.Advance(time.Now())
 	}
 	encoded, _ := json.Marshal(slip)
 	return messaging.Delivery{Headers: map[string]any{HeaderRoutingSlip: string(encoded), "x-tenant": "t1"}}
@@ -229,6 +268,7 @@ func (f *FollowSlipFixture) TestAnUnreadableSlipIsRejected() {
 	f.handle(messaging.Delivery{Headers: map[string]any{HeaderRoutingSlip: "{"}})
 	f.So(f.settler.order, should.Equal, []string{"m1 rejected"})
 	f.So(errors.Is(f.settler.decisions["m1"].Reason, ErrUnreadableSlip), should.BeTrue)
+	f.So(f.settler.reason("m1"), should.ContainSubstring, "cannot read the routing slip")
 }
 
 func (f *FollowSlipFixture) TestAStepErrorRetriesAndAFailedForwardRetriesWithTheSeedText() {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/warrenmq/messaging"
 )
@@ -113,7 +114,7 @@ func (h *handler[In, Out]) one(ctx context.Context, d messaging.Delivery) (hop, 
 		return hop{}, false
 	}
 	if slip != nil {
-		slip.Advance(h.config.now())
+		slip = slip.Advance(time.Now())
 		if _, ok := slip.Next(); !ok {
 			h.finished(ctx, d, slip, pipeline, step, OutcomeCompleted)
 			return hop{}, false
@@ -136,7 +137,7 @@ func (h *handler[In, Out]) slipOf(d messaging.Delivery) (*Slip, error) {
 		// A pipeline step assumes the message is at its own position.
 		slip = h.config.route.Start()
 		for range h.position {
-			slip.Advance(h.config.now())
+			slip = slip.Advance(time.Now())
 		}
 	}
 	if slip.Form() == FormSteps {
@@ -350,7 +351,7 @@ func (h *handler[In, Out]) finished(ctx context.Context, d messaging.Delivery, s
 		run.RunID = slip.RunID()
 	}
 	if !d.FirstSeen.IsZero() {
-		run.Age = h.config.now().Sub(d.FirstSeen)
+		run.Age = time.Since(d.FirstSeen)
 	}
 	h.config.monitor.RunFinished(run)
 	if h.config.observer != nil {

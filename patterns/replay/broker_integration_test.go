@@ -175,7 +175,7 @@ func TestTwoThousandDeadLettersAFilterAndALimit(t *testing.T) {
 		if !isMoved {
 			continue
 		}
-		if d.Headers[HeaderReplayedFrom] != dlq || d.Headers[HeaderReplayCount] != int64(1) {
+		if d.Headers[HeaderReplayedFrom] != dlq || d.Headers[HeaderReplayCount] != int32(1) {
 			t.Fatalf("%s stamps: %v", id, d.Headers)
 		}
 		at, err := time.Parse(time.RFC3339, fmt.Sprint(d.Headers[HeaderReplayedAt]))

@@ -36,8 +36,9 @@
 //     would hand back the same message at the head of the queue).
 //   - RP6, RP7, RP8 every copy is stamped HeaderReplayedFrom (the queue
 //     read), HeaderReplayedAt (RFC 3339, UTC) and HeaderReplayCount (the
-//     previous count, read in any integer width or as text, plus one, an
-//     int64), unprefixed so they reach handlers.
+//     previous count, read in any integer width or as text, plus one,
+//     written as a signed 32-bit integer as the family writes it),
+//     unprefixed so they reach handlers.
 //   - RP9 a .NET operator's x-acemq-replayed-* stamps are removed on consume
 //     with every other x-acemq- header the envelope does not carry; nothing
 //     here reads them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"strings"
@@ -24,7 +25,8 @@ const (
 	// (2026-02-03T04:05:06Z), not epoch milliseconds.
 	HeaderReplayedAt = "acemq-replayed-at"
 	// HeaderReplayCount is how many times the message was replayed: the
-	// previous count plus one (an integer).
+	// previous count plus one, a signed 32-bit integer as the family writes
+	// it.
 	HeaderReplayCount = "acemq-replay-count"
 )
 
@@ -174,15 +176,26 @@ func (f From) copyOf(d messaging.Delivery, now time.Time) messaging.Dispatch {
 	if headers == nil {
 		headers = make(map[string]any, 3)
 	}
-	count := int64(0)
-	if previous, ok := wire.Integer(d.Headers[HeaderReplayCount]); ok && previous > 0 && previous < math.MaxInt64 {
-		count = previous
-	}
 	headers[HeaderReplayedFrom] = f.Queue
 	headers[HeaderReplayedAt] = now.UTC().Format(time.RFC3339)
-	headers[HeaderReplayCount] = count + 1
+	headers[HeaderReplayCount] = nextCount(d.Headers[HeaderReplayCount])
 	copied.Headers = headers
 	return copied
+}
+
+// nextCount is the replay count a copy carries: the previous one (read in any
+// width; absent, negative or unreadable is none) plus one, as a signed 32-bit
+// integer, the width the family writes. A count at the largest such integer
+// stays there.
+func nextCount(previous any) int32 {
+	count, ok := wire.Integer(previous)
+	switch {
+	case !ok || count < 0:
+		return 1
+	case count >= math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(count) + 1
 }
 
 // Run moves messages from From.Queue to the destination until the broker has
@@ -238,39 +251,77 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 		work, cancel = context.WithDeadline(ctx, p.from.Deadline)
 		defer cancel()
 	}
-	queue := p.from.Queue
-	conn, err := connector.Connect(work)
+	l, err := p.open(work, connector)
 	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: connect: %w", queue, err))
-	}
-	defer conn.Close()
-	reader, err := conn.Reader(work)
-	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: open a reader: %w", queue, err))
-	}
-	defer reader.Close()
-	var writer messaging.Writer
-	if !p.from.DryRun {
-		if writer, err = conn.Writer(work); err != nil {
-			return p.stopped(ctx, fmt.Errorf("replay %s: open a writer: %w", queue, err))
-		}
-		defer writer.Close()
-	}
-	stream, err := reader.Stream(work, messaging.StreamConfig{StreamName: queue, Poll: true})
-	if err != nil {
-		return p.stopped(ctx, fmt.Errorf("replay %s: open the queue: %w", queue, err))
+		return p.stopped(ctx, err)
 	}
 	defer func() {
 		// Closing the stream returns every message still held: the declined
 		// ones, and one whose copy did not land.
-		if closeErr := stream.Close(); closeErr != nil && err == nil {
+		if closeErr := l.close(); closeErr != nil && err == nil {
 			err = fmt.Errorf("replay %s: %s, but closing the queue failed, so the %d declined message(s) return only when the connection closes: %w",
-				queue, p.result, p.result.Skipped, closeErr)
+				p.from.Queue, p.result, p.result.Skipped, closeErr)
 		}
 	}()
+	return p.loop(ctx, work, l)
+}
+
+// lane is what a pass reads and writes through: one connection, a reader
+// with the queue's stream in poll mode, and a writer (none in a dry run).
+type lane struct {
+	conn   messaging.Connection
+	reader messaging.Reader
+	writer messaging.Writer
+	stream messaging.Stream
+}
+
+// open connects and opens the lane; what opened before a failure is closed.
+func (p *pass) open(work context.Context, connector messaging.Connector) (l *lane, err error) {
+	queue := p.from.Queue
+	l = &lane{}
+	defer func() {
+		if err != nil {
+			_ = l.close()
+		}
+	}()
+	if l.conn, err = connector.Connect(work); err != nil {
+		return l, fmt.Errorf("replay %s: connect: %w", queue, err)
+	}
+	if l.reader, err = l.conn.Reader(work); err != nil {
+		return l, fmt.Errorf("replay %s: open a reader: %w", queue, err)
+	}
+	if !p.from.DryRun {
+		if l.writer, err = l.conn.Writer(work); err != nil {
+			return l, fmt.Errorf("replay %s: open a writer: %w", queue, err)
+		}
+	}
+	if l.stream, err = l.reader.Stream(work, messaging.StreamConfig{StreamName: queue, Poll: true}); err != nil {
+		return l, fmt.Errorf("replay %s: open the queue: %w", queue, err)
+	}
+	return l, nil
+}
+
+// close closes the stream first (which returns what it holds), then the
+// writer, the reader and the connection, and reports the stream's error.
+func (l *lane) close() error {
+	var err error
+	if l.stream != nil {
+		err = l.stream.Close()
+	}
+	for _, closer := range []io.Closer{l.writer, l.reader, l.conn} {
+		if closer != nil {
+			_ = closer.Close()
+		}
+	}
+	return err
+}
+
+// loop reads, filters and moves messages until the pass stops, and says why.
+func (p *pass) loop(ctx, work context.Context, l *lane) error {
+	queue := p.from.Queue
 	var batch []messaging.Delivery // read, accepted, not yet published
 	flush := func() error {
-		err := p.move(work, stream, writer, batch)
+		err := p.move(work, l.stream, l.writer, batch)
 		batch = batch[:0]
 		return err
 	}
@@ -286,15 +337,15 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			return p.stopped(ctx, nil) // what the batch holds goes back
 		}
 		var d messaging.Delivery
-		if err := stream.Read(work, &d); err != nil {
-			if errors.Is(err, messaging.ErrQueueEmpty) {
-				if err := flush(); err != nil {
-					return p.stopped(ctx, err)
-				}
-				p.result.Reason = Drained
-				return nil
+		if err := l.stream.Read(work, &d); err != nil {
+			if !errors.Is(err, messaging.ErrQueueEmpty) {
+				return p.stopped(ctx, fmt.Errorf("replay %s: read: %w", queue, err))
 			}
-			return p.stopped(ctx, fmt.Errorf("replay %s: read: %w", queue, err))
+			if err := flush(); err != nil {
+				return p.stopped(ctx, err)
+			}
+			p.result.Reason = Drained
+			return nil
 		}
 		if _, again := p.moved[d.MessageID]; again && d.MessageID != "" {
 			if err := flush(); err != nil {
@@ -303,15 +354,7 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			return p.stopped(ctx, fmt.Errorf("replay %s: message %s came back to %s after it was moved: the destination routes into the queue being read, so the pass would never drain; it stopped, and the copies it moved are in %s. Name a destination that does not lead back",
 				queue, d.MessageID, queue, queue))
 		}
-		if p.from.Filter != nil && !p.from.Filter(d) {
-			p.result.Skipped++
-			p.config.monitor.Declined(queue)
-			p.config.each(d, Declined)
-			continue
-		}
-		if p.from.DryRun {
-			p.result.Moved++
-			p.config.each(d, Moved)
+		if !p.take(d) {
 			continue
 		}
 		batch = append(batch, d)
@@ -321,6 +364,23 @@ func (p *pass) run(ctx context.Context, connector messaging.Connector) (err erro
 			}
 		}
 	}
+}
+
+// take reports whether d is to be moved: not when the filter declines it
+// (counted as skipped), nor in a dry run (counted as moved, nothing sent).
+func (p *pass) take(d messaging.Delivery) bool {
+	if p.from.Filter != nil && !p.from.Filter(d) {
+		p.result.Skipped++
+		p.config.monitor.Declined(p.from.Queue)
+		p.config.each(d, Declined)
+		return false
+	}
+	if p.from.DryRun {
+		p.result.Moved++
+		p.config.each(d, Moved)
+		return false
+	}
+	return true
 }
 
 // pipeline is how many copies are published together, their confirms
@@ -336,7 +396,7 @@ func (p *pass) move(ctx context.Context, stream messaging.Stream, writer messagi
 	if len(batch) == 0 {
 		return nil
 	}
-	now := p.config.now()
+	now := time.Now()
 	copies := make([]messaging.Dispatch, len(batch))
 	for i, d := range batch {
 		copies[i] = p.from.copyOf(d, now)
@@ -395,7 +455,7 @@ func (p *pass) stopped(ctx context.Context, err error) error {
 			err = fmt.Errorf("replay %s: %s: %w", p.from.Queue, "cancelled", context.Cause(ctx))
 		}
 		return err
-	case !p.from.Deadline.IsZero() && !p.config.now().Before(p.from.Deadline):
+	case !p.from.Deadline.IsZero() && !time.Now().Before(p.from.Deadline):
 		// A step the deadline cut short left its message unacknowledged,
 		// so it goes back; its copy may have landed too (a duplicate).
 		p.result.Reason = Deadline

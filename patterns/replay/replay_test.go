@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -26,14 +27,16 @@ type ReplayFixture struct {
 	broker  *memory.Broker
 	ctx     context.Context
 	monitor *fakeMonitor
-	now     time.Time
+	// started is when the fixture began, to the second: every stamp is
+	// written between it and the end of the test.
+	started time.Time
 }
 
 func (f *ReplayFixture) Setup() {
 	f.broker = memory.New()
 	f.ctx = context.Background()
 	f.monitor = &fakeMonitor{}
-	f.now = time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	f.started = time.Now().UTC().Truncate(time.Second)
 	for _, q := range []string{"orders", "orders.dlq", "orders.parked", "elsewhere"} {
 		f.So(f.broker.DeclareQueue(q, memory.QueueOptions{Durable: true}), should.BeNil)
 	}
@@ -59,7 +62,7 @@ func (f *ReplayFixture) setAside(queue string, n int, headers func(i int) map[st
 }
 
 func (f *ReplayFixture) run(from From) (Result, error) {
-	return Run(f.ctx, f.broker, from, Options.Monitor(f.monitor), func(c *config) { c.now = func() time.Time { return f.now } })
+	return Run(f.ctx, f.broker, from, Options.Monitor(f.monitor))
 }
 
 // drain pulls every message of queue, by id.
@@ -94,8 +97,11 @@ func (f *ReplayFixture) TestEveryMessageMovesToTheQueueItWasSetAsideFromStampedA
 	f.So(d.Durable, should.BeTrue)
 	f.So(d.Headers["tenant"], should.Equal, "t1")
 	f.So(d.Headers[HeaderReplayedFrom], should.Equal, "orders.dlq")
-	f.So(d.Headers[HeaderReplayedAt], should.Equal, "2026-02-03T04:05:06Z")
-	f.So(d.Headers[HeaderReplayCount], should.Equal, int64(1))
+	at, err := time.Parse(time.RFC3339, fmt.Sprint(d.Headers[HeaderReplayedAt]))
+	f.So(err, should.BeNil)
+	f.So(d.Headers[HeaderReplayedAt], should.Equal, at.UTC().Format(time.RFC3339)) // UTC, whole seconds: 2026-02-03T04:05:06Z
+	f.So(at, should.HappenOnOrBetween, f.started, time.Now())
+	f.So(d.Headers[HeaderReplayCount], should.Equal, int32(1))
 	f.So(f.monitor.moved, should.Equal, 10)
 	f.So(f.monitor.finished, should.Resemble, []Result{result})
 }
@@ -124,9 +130,23 @@ func (f *ReplayFixture) TestTheReplayCountIsThePreviousOnePlusOneWhateverItsWidt
 	_, err := f.run(From{Queue: "orders.dlq"})
 	f.So(err, should.BeNil)
 	moved := f.drain("orders")
-	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int64(3))
-	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int64(7))
-	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int64(10))
+	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int32(3))
+	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int32(7))
+	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int32(10))
+}
+
+// The family writes acemq-replay-count as a signed 32-bit integer (an AMQP
+// 'I' field); a count already at its largest stays there.
+func (f *ReplayFixture) TestTheReplayCountIsWrittenAsASigned32BitInteger() {
+	f.setAside("orders.dlq", 3, func(i int) map[string]any {
+		return []map[string]any{nil, {HeaderReplayCount: int64(math.MaxInt32)}, {HeaderReplayCount: int64(math.MaxInt64)}}[i]
+	})
+	_, err := f.run(From{Queue: "orders.dlq"})
+	f.So(err, should.BeNil)
+	moved := f.drain("orders")
+	f.So(moved["m0"].Headers[HeaderReplayCount], should.Equal, int32(1))
+	f.So(moved["m1"].Headers[HeaderReplayCount], should.Equal, int32(math.MaxInt32))
+	f.So(moved["m2"].Headers[HeaderReplayCount], should.Equal, int32(math.MaxInt32))
 }
 
 func (f *ReplayFixture) TestDeclinedMessagesStayAndTheLimitStopsThePass() {
@@ -248,7 +268,6 @@ func (f *ReplayFixture) TestInABatchWithAnUnroutableCopyOnlyTheOriginalsWhoseCop
 
 func (f *ReplayFixture) TestAPassedDeadlineMovesNothing() {
 	f.setAside("orders.dlq", 2, nil)
-	f.now = time.Now()
 	result, err := f.run(From{Queue: "orders.dlq", Deadline: time.Now().Add(-time.Second)})
 	f.So(err, should.BeNil)
 	f.So(result, should.Resemble, Result{Reason: Deadline})

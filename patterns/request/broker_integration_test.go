@@ -401,3 +401,52 @@ func TestBrokerNamedReplyQueueIsDurableQuorum(t *testing.T) {
 		t.Errorf("the named reply queue is not a durable quorum queue that outlives the requester: %v", err)
 	}
 }
+
+// TestBrokerAForgedReplyIsNeverAccepted: while the responder works, a reply
+// is published into the requester's reply queue with the waiting caller's
+// correlation id and a causation id that is not the request's id. The caller
+// is not handed it: it is dropped and counted (Monitor.ReplyRefused), and
+// the genuine reply that follows is the one Do returns.
+func TestBrokerAForgedReplyIsNeverAccepted(t *testing.T) {
+	url := testenv.Broker(t)
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	forger, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	monitor := newFakeMonitor()
+	forge := func(ctx context.Context, d messaging.Delivery, request priceRequest) (priceResponse, error) {
+		address, _ := ReplyAddress(d)
+		err := forger.PublishWithContext(ctx, "", address, false, false, amqp.Publishing{
+			ContentType: "application/json", CorrelationId: d.CorrelationID, MessageId: "forged-reply",
+			Headers: amqp.Table{"x-acemq-correlation": d.CorrelationID, "x-acemq-causation": "not-" + d.MessageID},
+			Body:    []byte(`{"sku":"forged","cents":1}`),
+		})
+		if err != nil {
+			return priceResponse{}, fmt.Errorf("forge: %w", err)
+		}
+		select { // the genuine reply goes out once the forged one was refused
+		case <-monitor.refused:
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+		}
+		return price(ctx, d, request)
+	}
+	requester, _, _ := brokerPair(t, url, forge, Options.Monitor(monitor))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	response, err := requester.Do(ctx, priceRequest{SKU: "genuine"})
+	if err != nil || response.SKU != "genuine" || response.Cents != 100+len("genuine") {
+		t.Fatalf("Do returned %+v, %v; want the genuine answer", response, err)
+	}
+	if got := monitor.count("refused"); got != 1 {
+		t.Errorf("%d replies refused; want the forged one", got)
+	}
+	if got := monitor.count("dropped"); got != 0 {
+		t.Errorf("%d replies dropped as unmatched; want 0 (the genuine one was matched)", got)
+	}
+}

@@ -4,22 +4,22 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/streaming"
 )
 
-// Options configures NewRequester, NewHandler and Serve. It is a singleton
-// whose methods return options; each says which side it applies to, and the
-// other side ignores it.
-var Options singleton
+// Options is the entry point for configuring NewRequester, NewHandler and
+// Serve: request.Options.Timeout(...). Each option says which side it
+// applies to; the other side ignores it.
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of NewRequester, NewHandler and Serve; each
+// method returns an Option. It is exported so that go doc lists them.
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice first.
-type Option = option
+// Option configures NewRequester, NewHandler or Serve.
+type Option func(*config)
 
 // Defaults.
 const (
@@ -28,14 +28,12 @@ const (
 	// DefaultReplyPrefetch is how many replies the broker hands the
 	// requester before it acknowledges them.
 	DefaultReplyPrefetch = 256
-	// DefaultReconnectDelay is the first pause before the requester declares
-	// its reply queue again after losing it; it doubles up to
-	// maxReconnectDelay while the broker stays away.
+	// DefaultReconnectDelay is the first pause before the requester's reply
+	// subscription declares its reply queue again after losing it.
 	DefaultReconnectDelay = 100 * time.Millisecond
 	// DefaultCloseTimeout bounds Close.
 	DefaultCloseTimeout = 10 * time.Second
 
-	maxReconnectDelay = 5 * time.Second
 	// replyQueuePrefix names generated reply queues (acemq-reply-<uuid>).
 	replyQueuePrefix = "acemq-reply-"
 )
@@ -60,13 +58,9 @@ type config struct {
 	subscription   []streaming.SubscriptionOption
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
@@ -88,9 +82,7 @@ func newConfig(options []option) config {
 	if c.closeTimeout <= 0 {
 		c.closeTimeout = DefaultCloseTimeout
 	}
-	if c.workers <= 0 {
-		c.workers = 1
-	}
+	c.workers = max(c.workers, 1)
 	return c
 }
 
@@ -98,63 +90,59 @@ func newConfig(options []option) config {
 // ErrRequestTimedOut (requester; default DefaultTimeout, 30 s; zero or
 // negative means the default). It runs beside the caller's context: whichever
 // ends first decides what Do returns.
-func (singleton) Timeout(timeout time.Duration) option {
+func (OptionSet) Timeout(timeout time.Duration) Option {
 	return func(c *config) { c.timeout = timeout }
 }
 
 // ReplyTo makes the requester read replies from the named queue instead of a
-// generated one (requester). The named queue is durable, so quorum, with no
+// generated one (requester; default a generated acemq-reply-<uuid>). The named queue is durable, so quorum, with no
 // expiry, and survives the process: deleting it is the caller's job. Replies
 // left in it by a previous run, or meant for another requester sharing it,
 // are dropped (Monitor.ReplyDropped).
-func (singleton) ReplyTo(queue string) option {
-	return func(c *config) { c.replyTo = queue }
-}
+func (OptionSet) ReplyTo(queue string) Option { return func(c *config) { c.replyTo = queue } }
 
 // Codec replaces JSON for both sides: the requester encodes requests with
 // serializer and decodes replies with deserializer, the responder the other
-// way round. Either may be nil to keep JSON.
-func (singleton) Codec(serializer Serializer, deserializer Deserializer) option {
+// way round (default serialization.JSON for both). Either may be nil to keep
+// JSON.
+func (OptionSet) Codec(serializer Serializer, deserializer Deserializer) Option {
 	return func(c *config) { c.serializer, c.deserializer = serializer, deserializer }
 }
 
 // MessageType is written to every request (requester; default none), for a
 // responder that routes on types.
-func (singleton) MessageType(messageType string) option {
+func (OptionSet) MessageType(messageType string) Option {
 	return func(c *config) { c.messageType = messageType }
 }
 
-// Monitor receives the counts (both sides; default none).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the counts (both sides; default NopMonitor).
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
-// Logger receives the requester's WARN line when it loses its reply queue
-// (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *config) { c.logger = logger }
-}
+// Logger receives the requester's WARN line when it loses its reply queue,
+// and the lines of its reply subscription and of Serve's consumer. Default:
+// slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// ReconnectDelay is the first pause before the requester declares its reply
-// queue again after losing it (default DefaultReconnectDelay, 100 ms); it
-// doubles while the broker stays away, up to 5 s.
-func (singleton) ReconnectDelay(delay time.Duration) option {
+// ReconnectDelay is the first pause before the requester's reply
+// subscription declares its reply queue again after losing it (default
+// DefaultReconnectDelay, 100 ms); the streaming runtime's backoff follows
+// while the broker stays away.
+func (OptionSet) ReconnectDelay(delay time.Duration) Option {
 	return func(c *config) { c.reconnectDelay = delay }
 }
 
 // CloseTimeout bounds Close (both sides; default DefaultCloseTimeout, 10 s).
-func (singleton) CloseTimeout(timeout time.Duration) option {
+func (OptionSet) CloseTimeout(timeout time.Duration) Option {
 	return func(c *config) { c.closeTimeout = timeout }
 }
 
 // Workers is how many requests Serve handles at once (Serve; default 1).
-func (singleton) Workers(workers int) option {
-	return func(c *config) { c.workers = workers }
-}
+func (OptionSet) Workers(workers int) Option { return func(c *config) { c.workers = workers } }
 
 // Subscription passes options to the subscription Serve consumes the request
 // queue with (Serve): its capacities, topics, retry policy, shutdown strategy.
-// FullDeliveryToHandler is Serve's own and always on.
-func (singleton) Subscription(options ...streaming.SubscriptionOption) option {
-	return func(c *config) { c.subscription = append(c.subscription, options...) }
+// FullDeliveryToHandler is Serve's own and always on. Default: none, the
+// subscription's own defaults.
+func (OptionSet) Subscription(subscription ...streaming.SubscriptionOption) Option {
+	return func(c *config) { c.subscription = append(c.subscription, subscription...) }
 }

@@ -20,9 +20,10 @@
 // Rows of the patterns map (RR1-RR25), as built here:
 //
 //   - RR1 NewRequester[Req, Resp](ctx, connector, topic, routingKey,
-//     options...): it owns a connection with the reply stream (and the
-//     goroutine reading it) and a pipelined writer for the requests; ctx bounds
-//     the start only, and a reply queue that cannot be declared is returned.
+//     options...): it owns a streaming subscription of its reply queue and a
+//     batch.Writer for the requests, which pipelines concurrent callers'
+//     publishes; ctx bounds the start only, and a reply queue that cannot be
+//     declared is returned.
 //   - RR2 Do(ctx, request) (Resp, error). RR3 Close, bounded by
 //     Options.CloseTimeout; callers still waiting get messaging.ErrClosed.
 //   - RR4 Serve(ctx, connector, queue, fn, options...) wires a streaming
@@ -32,7 +33,13 @@
 //     fn, options...) is the same responder as a messaging.Handler for a
 //     consumer of your own. RR5 Server.Close (a messaging.ListenCloser).
 //   - RR6 replies are paired by correlation id; the tests run 20 concurrent
-//     callers on memory and on RabbitMQ.
+//     callers on memory and on RabbitMQ. A reply that carries a causation id
+//     must carry the request's id (the responder stamps it, RR21): one with
+//     a waiting caller's correlation id and another causation is not that
+//     caller's answer, forged or misaddressed; it is dropped and counted
+//     (Monitor.ReplyRefused) and the caller goes on waiting for its own. A
+//     reply without a causation id, from a responder that stamps none, is
+//     matched by correlation alone.
 //   - RR7 Do always uses a fresh correlation id; DoWith(ctx, request,
 //     envelope) passes every other envelope field through (id, causation,
 //     type, headers, expiration; a Topic or RoutingKey replaces the address).
@@ -53,8 +60,9 @@
 //     dropped and the request accepted.
 //   - RR13 the generated reply queue acemq-reply-<uuid> is transient,
 //     exclusive, auto-delete, classic, without dead-letter arguments. When
-//     its connection drops, the requester declares it again under the same
-//     name (backing off from Options.ReconnectDelay to 5 s); callers in
+//     its connection drops, the reply subscription declares it again under
+//     the same name (first after Options.ReconnectDelay, then with the
+//     streaming runtime's backoff); callers in
 //     flight fail at once with ErrReplyQueueLost (their replies went with
 //     the queue), callers that arrive meanwhile wait for it within their
 //     timeout, and later calls work. A request whose writer connection had

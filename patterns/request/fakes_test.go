@@ -13,9 +13,13 @@ import (
 type fakeMonitor struct {
 	mu     sync.Mutex
 	counts map[string]int
+	// refused receives a value for every ReplyRefused, when it has room.
+	refused chan struct{}
 }
 
-func newFakeMonitor() *fakeMonitor { return &fakeMonitor{counts: map[string]int{}} }
+func newFakeMonitor() *fakeMonitor {
+	return &fakeMonitor{counts: map[string]int{}, refused: make(chan struct{}, 16)}
+}
 
 func (m *fakeMonitor) add(name string) {
 	m.mu.Lock()
@@ -32,7 +36,14 @@ func (m *fakeMonitor) count(name string) int {
 func (m *fakeMonitor) RequestCompleted(_, outcome string, _ time.Duration) { m.add(outcome) }
 func (m *fakeMonitor) ReplyDropped(string)                                 { m.add("dropped") }
 func (m *fakeMonitor) Answered(string)                                     { m.add("replied") }
-func (m *fakeMonitor) Unanswerable(string)                                 { m.add("unanswerable") }
+func (m *fakeMonitor) ReplyRefused(string) {
+	m.add("refused")
+	select {
+	case m.refused <- struct{}{}:
+	default:
+	}
+}
+func (m *fakeMonitor) Unanswerable(string) { m.add("unanswerable") }
 
 // fakeWriter records what is written and fails while err is set.
 type fakeWriter struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/memory"
+	"github.com/warrenmq/messaging/serialization"
 )
 
 type priceRequest struct {
@@ -39,60 +41,60 @@ func price(_ context.Context, _ messaging.Delivery, request priceRequest) (price
 // over the memory transport: 20 concurrent callers, 10 requests each, and
 // every answer names the caller's own SKU.
 func TestMemoryTwentyCallersEachGetTheirOwnAnswer(t *testing.T) {
-	broker := memory.New(memory.Options.Logger(quiet))
-	defer broker.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	monitor := newFakeMonitor()
-	server, err := Serve(ctx, broker, "prices", price, Options.Workers(4), Options.Logger(quiet), Options.Monitor(monitor))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices", Options.Monitor(monitor), Options.Logger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer requester.Close()
-	if !strings.HasPrefix(requester.ReplyQueue(), "acemq-reply-") {
-		t.Errorf("reply queue %q; want acemq-reply-<uuid>", requester.ReplyQueue())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		monitor := newFakeMonitor()
+		server, err := Serve(ctx, broker, "prices", price, Options.Workers(4), Options.Logger(quiet), Options.Monitor(monitor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices", Options.Monitor(monitor), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+		if !strings.HasPrefix(requester.ReplyQueue(), "acemq-reply-") {
+			t.Errorf("reply queue %q; want acemq-reply-<uuid>", requester.ReplyQueue())
+		}
 
-	const callers, each = 20, 10
-	var wg sync.WaitGroup
-	wrong := make(chan string, callers*each)
-	for c := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				sku := fmt.Sprintf("caller-%d-%d", c, i)
-				response, err := requester.Do(ctx, priceRequest{SKU: sku})
-				if err != nil || response.SKU != sku || response.Cents != 100+len(sku) {
-					wrong <- fmt.Sprintf("%s: got %+v, %v", sku, response, err)
+		const callers, each = 20, 10
+		var wg sync.WaitGroup
+		wrong := make(chan string, callers*each)
+		for c := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					sku := fmt.Sprintf("caller-%d-%d", c, i)
+					response, err := requester.Do(ctx, priceRequest{SKU: sku})
+					if err != nil || response.SKU != sku || response.Cents != 100+len(sku) {
+						wrong <- fmt.Sprintf("%s: got %+v, %v", sku, response, err)
+					}
 				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(wrong)
-	for w := range wrong {
-		t.Error(w)
-	}
-	if got := server.Answered(); got != callers*each {
-		t.Errorf("Answered() = %d; want %d", got, callers*each)
-	}
-	// The responder reports a reply after its publish returned, which may be
-	// after the caller already has it: wait for the last report, bounded.
-	for deadline := time.Now().Add(5 * time.Second); monitor.count("replied") < callers*each && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := monitor.count("replied"); got != callers*each {
-		t.Errorf("%d replies reported published; want %d", got, callers*each)
-	}
-	if got := monitor.count("answered"); got != callers*each {
-		t.Errorf("%d requests completed as answered; want %d", got, callers*each)
-	}
+			}()
+		}
+		wg.Wait()
+		close(wrong)
+		for w := range wrong {
+			t.Error(w)
+		}
+		if got := server.Answered(); got != callers*each {
+			t.Errorf("Answered() = %d; want %d", got, callers*each)
+		}
+		// The responder reports a reply after its publish returned, which may be
+		// after the caller already has it: wait until every goroutine is idle.
+		synctest.Wait()
+		if got := monitor.count("replied"); got != callers*each {
+			t.Errorf("%d replies reported published; want %d", got, callers*each)
+		}
+		if got := monitor.count("answered"); got != callers*each {
+			t.Errorf("%d requests completed as answered; want %d", got, callers*each)
+		}
+	})
 }
 
 // TestMemoryResponderErrorAndTimeout: an error reply reaches the caller as the
@@ -375,4 +377,32 @@ func TestMemoryALostReplyQueueIsDeclaredAgain(t *testing.T) {
 			t.Errorf("a caller waiting for the reply queue got %v at %s; want ErrClosed when Close ran (%s)", r.err, r.at, closedAt)
 		}
 	})
+}
+
+// TestMemoryARequesterOverADecodingConnectorStillReadsItsReplies: a
+// requester given a serialization-decorated connector, which knows none of
+// the reply's types, reads its replies from the transport beneath it as
+// bytes and decodes them with its own codec: every answer arrives.
+func TestMemoryARequesterOverADecodingConnectorStillReadsItsReplies(t *testing.T) {
+	broker := memory.New(memory.Options.Logger(quiet))
+	defer broker.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	server, err := Serve(ctx, broker, "prices", price, Options.Logger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	decoding := serialization.New(broker, serialization.Options.ReadTypes(map[string]reflect.Type{"unrelated": reflect.TypeOf(0)}))
+	requester, err := NewRequester[priceRequest, priceResponse](ctx, decoding, "", "prices", Options.Logger(quiet), Options.Timeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer requester.Close()
+	for i := range 3 {
+		sku := fmt.Sprint("sku-", i)
+		if response, err := requester.Do(ctx, priceRequest{SKU: sku}); err != nil || response.SKU != sku {
+			t.Fatalf("request %d: got %+v, %v", i, response, err)
+		}
+	}
 }

@@ -14,8 +14,8 @@ const (
 )
 
 // Monitor receives the requester's and the responder's counts. A requester
-// calls RequestCompleted and ReplyDropped; a responder Answered and
-// Unanswerable.
+// calls RequestCompleted, ReplyDropped and ReplyRefused; a responder Answered
+// and Unanswerable.
 type Monitor interface {
 	// RequestCompleted: Do returned; routingKey is the requester's, outcome
 	// one of the Outcome constants, elapsed from before the publish to the
@@ -25,6 +25,11 @@ type Monitor interface {
 	// its caller timed out or gave up, or belongs to another requester
 	// sharing a named reply queue); it was acknowledged and dropped.
 	ReplyDropped(routingKey string)
+	// ReplyRefused: a reply arrived with a waiting caller's correlation id
+	// but a causation id other than that caller's request id, so it is not
+	// the answer to that request (forged, or published by mistake); it was
+	// acknowledged and dropped, and the caller goes on waiting for its own.
+	ReplyRefused(routingKey string)
 	// Answered: a responder published a reply (an error reply included) to
 	// queue's request.
 	Answered(queue string)
@@ -39,5 +44,6 @@ type NopMonitor struct{}
 
 func (NopMonitor) RequestCompleted(string, string, time.Duration) {}
 func (NopMonitor) ReplyDropped(string)                            {}
+func (NopMonitor) ReplyRefused(string)                            {}
 func (NopMonitor) Answered(string)                                {}
 func (NopMonitor) Unanswerable(string)                            {}

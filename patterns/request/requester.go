@@ -8,70 +8,60 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/internal/wire"
+	"github.com/warrenmq/messaging/streaming"
 )
 
 // Requester sends requests of type Req to one address and waits for replies
 // of type Resp. It is safe for concurrent use: replies are paired with their
 // callers by correlation id, so many requests can be in flight at once.
 //
-// It owns a connection with the reply stream, a goroutine that reads it, and
-// a connection with a confirm-mode writer for the requests, which pipelines
-// concurrent callers' publishes; Close releases them all.
+// It reads its reply queue with a streaming subscription of its own, which
+// declares the queue again after a lost connection, and publishes requests
+// through a batch.Writer, which pipelines concurrent callers' publishes on
+// one channel and dials again after a lost connection; Close releases both.
 type Requester[Req, Resp any] struct {
 	config     config
 	connector  messaging.Connector
 	topic      string
 	routingKey string
 	queue      string
+	replyTo    any // queue, boxed once for every request's acemq-reply-to header
 	generated  bool
-	writer     *sharedWriter
+	writer     *batch.Writer
+	consumer   *streaming.Consumer
 
-	stop    context.CancelFunc
-	done    chan struct{}
-	closing chan struct{} // closed by Close: wakes callers waiting for the reply queue
+	listened chan struct{} // closed when the consumer's Listen returned
+	closing  chan struct{} // closed by Close: wakes callers waiting for the reply queue
 
 	mu      sync.Mutex
 	live    bool          // the reply stream is open
 	ready   chan struct{} // closed when live becomes true
-	pending map[string]chan reply
+	pending map[string]waiter
 	closed  bool
-	session *replySession
 }
 
-// reply is what the read loop hands a waiting caller.
+// waiter is a caller waiting for the reply to its request.
+type waiter struct {
+	request string // the request's message id, the reply's causation id
+	replies chan reply
+}
+
+// reply is what the reply subscription hands a waiting caller.
 type reply struct {
 	delivery messaging.Delivery
 	err      error
-}
-
-// replySession is one connection and the reply stream on it.
-type replySession struct {
-	connection messaging.Connection
-	reader     messaging.Reader
-	stream     messaging.Stream
-}
-
-func (s *replySession) close() error {
-	var errs []error
-	if s.stream != nil {
-		errs = append(errs, s.stream.Close())
-	}
-	if s.reader != nil {
-		errs = append(errs, s.reader.Close())
-	}
-	if s.connection != nil {
-		errs = append(errs, s.connection.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // NewRequester returns a requester that publishes to exchange topic ("" for
 // the default exchange) under routingKey, and reads replies from a generated
 // queue (acemq-reply-<uuid>: transient, exclusive, auto-delete, classic) or
 // the one Options.ReplyTo names. It declares the reply queue and starts
-// reading it before it returns; ctx bounds that start only. The connector is
-// not closed by Close; its owner closes it.
+// reading it before it returns; ctx bounds that start only, and a reply queue
+// that cannot be declared is returned. Replies are read from the transport's
+// connection beneath connector's decorators, as bytes (see replyConnector).
+// The connector is not closed by Close; its owner closes it.
 func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connector, topic, routingKey string, options ...Option) (*Requester[Req, Resp], error) {
 	if connector == nil {
 		return nil, errors.New("acemq: NewRequester needs a connector")
@@ -86,166 +76,26 @@ func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connec
 		topic:      topic,
 		routingKey: routingKey,
 		queue:      cfg.replyTo,
-		writer:     newSharedWriter(connector, "acemq: the requester's writer"),
+		writer:     batch.New(connector),
 		ready:      make(chan struct{}),
-		pending:    map[string]chan reply{},
-		done:       make(chan struct{}),
+		pending:    map[string]waiter{},
+		listened:   make(chan struct{}),
 		closing:    make(chan struct{}),
 	}
 	if r.queue == "" {
 		r.queue = replyQueuePrefix + messaging.NewID()
 		r.generated = true
 	}
-	session, err := r.open(ctx)
-	if err != nil {
-		_ = r.writer.Close()
+	r.replyTo = r.queue
+	if err := r.listen(ctx); err != nil {
+		_ = r.Close()
 		return nil, fmt.Errorf("acemq: the requester for %q could not open its reply queue %q: %w", routingKey, r.queue, err)
 	}
-	loop, stop := context.WithCancel(context.Background())
-	r.stop = stop
-	r.goLive(session)
-	go r.read(loop, session)
 	return r, nil
 }
 
 // ReplyQueue returns the name of the queue replies come back on.
 func (r *Requester[Req, Resp]) ReplyQueue() string { return r.queue }
-
-// streamConfig declares the reply queue: generated, it is transient,
-// exclusive, auto-delete and classic; named, it is durable and quorum.
-func (r *Requester[Req, Resp]) streamConfig() messaging.StreamConfig {
-	c := messaging.StreamConfig{
-		StreamName:        r.queue,
-		ConsumerName:      r.queue,
-		EstablishTopology: true,
-		BufferCapacity:    DefaultReplyPrefetch,
-		BatchCapacity:     1,
-	}
-	if r.generated {
-		c.QueueType = messaging.QueueClassic
-		c.ExclusiveStream = true
-		c.AutoDeleteStream = true
-		c.TransientStream = true
-	} else {
-		c.Replication = true
-	}
-	return c
-}
-
-// open connects, declares the reply queue and consumes it.
-func (r *Requester[Req, Resp]) open(ctx context.Context) (*replySession, error) {
-	s := &replySession{}
-	var err error
-	if s.connection, err = r.connector.Connect(ctx); err != nil {
-		return nil, err
-	}
-	if s.reader, err = s.connection.Reader(ctx); err != nil {
-		_ = s.close()
-		return nil, err
-	}
-	if s.stream, err = s.reader.Stream(ctx, r.streamConfig()); err != nil {
-		_ = s.close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func (r *Requester[Req, Resp]) goLive(session *replySession) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.session = session
-	r.live = true
-	close(r.ready)
-}
-
-// lose marks the reply stream gone. With a generated queue, the replies to
-// the requests in flight went with it, so their callers are told at once;
-// a named queue keeps them, and the callers go on waiting.
-func (r *Requester[Req, Resp]) lose(cause error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.live = false
-	r.session = nil
-	r.ready = make(chan struct{})
-	if !r.generated {
-		return
-	}
-	for correlation, waiter := range r.pending {
-		delete(r.pending, correlation)
-		waiter <- reply{err: messaging.Outage(fmt.Errorf("%w (reply queue %q, correlation %s: %v)", ErrReplyQueueLost, r.queue, correlation, cause))}
-	}
-}
-
-// read hands each reply to its caller until loop ends, opening the reply
-// queue again whenever its stream ends.
-func (r *Requester[Req, Resp]) read(loop context.Context, session *replySession) {
-	defer close(r.done)
-	for {
-		err := r.drain(loop, session)
-		_ = session.close()
-		if loop.Err() != nil {
-			return
-		}
-		r.config.logger.Warn("acemq: the requester lost its reply queue and declares it again; requests in flight on a generated queue fail with ErrReplyQueueLost",
-			"queue", r.queue, "routing_key", r.routingKey, "error", err)
-		r.lose(err)
-		if session = r.reopen(loop); session == nil {
-			return
-		}
-		r.goLive(session)
-	}
-}
-
-// drain reads replies until the stream ends or loop does.
-func (r *Requester[Req, Resp]) drain(loop context.Context, session *replySession) error {
-	for {
-		var delivery messaging.Delivery
-		if err := session.stream.Read(loop, &delivery); err != nil {
-			return err
-		}
-		r.deliver(delivery)
-		if err := session.stream.Acknowledge(loop, delivery); err != nil {
-			return err
-		}
-	}
-}
-
-// deliver hands a reply to the caller waiting for its correlation id, or
-// drops it when there is none.
-func (r *Requester[Req, Resp]) deliver(delivery messaging.Delivery) {
-	r.mu.Lock()
-	waiter, ok := r.pending[delivery.CorrelationID]
-	delete(r.pending, delivery.CorrelationID)
-	r.mu.Unlock()
-	if !ok {
-		r.config.monitor.ReplyDropped(r.routingKey)
-		return
-	}
-	waiter <- reply{delivery: delivery} // buffered, and only one send per waiter
-}
-
-// reopen declares the reply queue again, backing off while it fails; nil when
-// loop ended first.
-func (r *Requester[Req, Resp]) reopen(loop context.Context) *replySession {
-	delay := r.config.reconnectDelay
-	for {
-		timer := time.NewTimer(delay)
-		select {
-		case <-loop.Done():
-			timer.Stop()
-			return nil
-		case <-timer.C:
-		}
-		session, err := r.open(loop)
-		if err == nil {
-			return session
-		}
-		if loop.Err() != nil {
-			return nil
-		}
-		delay = min(2*delay, max(maxReconnectDelay, r.config.reconnectDelay))
-	}
-}
 
 // Do sends request and waits for its reply. It returns the decoded reply;
 // a *ResponderError when the responder answered with an error; an error
@@ -273,82 +123,100 @@ func (r *Requester[Req, Resp]) DoWith(ctx context.Context, request Req, envelope
 	if err != nil {
 		return response, fmt.Errorf("acemq: the request to %q cannot be encoded; nothing was sent: %w", routingKey, err)
 	}
-	correlation := messaging.NewID()
-	// The requester's timer and the caller's ctx are independent: the timer
-	// gives ErrRequestTimedOut, ctx its own error.
-	timer, stopTimer := context.WithTimeout(context.Background(), r.config.timeout)
-	defer stopTimer()
-	timedOut := func() error {
+	dispatch := r.dispatch(envelope, messaging.NewID(), payload)
+	routingKey, correlation := dispatch.RoutingKey, dispatch.CorrelationID
+	// The requester's timeout and the caller's ctx are independent: bounded
+	// ends with whichever comes first, and stopped says which it was.
+	bounded, cancel := context.WithTimeout(ctx, r.config.timeout)
+	defer cancel()
+	stopped := func() error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		outcome = OutcomeTimedOut
 		return fmt.Errorf("%w after %s (correlation %s)", ErrRequestTimedOut, r.config.timeout, correlation)
 	}
 
-	waiter := make(chan reply, 1)
+	w := waiter{request: dispatch.MessageID, replies: make(chan reply, 1)}
+	if err := r.register(bounded, correlation, w); err != nil {
+		if bounded.Err() != nil {
+			return response, stopped()
+		}
+		return response, fmt.Errorf("acemq: the requester for %q is closed: %w", routingKey, err)
+	}
+	defer r.forget(correlation)
+	if err := r.publish(bounded, dispatch); err != nil {
+		if bounded.Err() != nil {
+			return response, stopped()
+		}
+		return response, fmt.Errorf("acemq: the request to %q was not published (correlation %s): %w", routingKey, correlation, err)
+	}
+	select {
+	case got := <-w.replies:
+		if response, err = r.answer(got, routingKey, correlation); err == nil {
+			outcome = OutcomeAnswered
+		}
+		return response, err
+	case <-bounded.Done():
+		return response, stopped()
+	}
+}
+
+// register puts w among the callers waiting for a reply as soon as the reply
+// queue is live, waiting while it is declared again. It returns bounded's
+// error when bounded ended first, and messaging.ErrClosed when the requester
+// closed.
+func (r *Requester[Req, Resp]) register(bounded context.Context, correlation string, w waiter) error {
 	for {
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
-			return response, fmt.Errorf("acemq: the requester for %q is closed: %w", routingKey, messaging.ErrClosed)
+			return messaging.ErrClosed
 		}
 		ready, live := r.ready, r.live
 		if live {
-			r.pending[correlation] = waiter
+			r.pending[correlation] = w
 		}
 		r.mu.Unlock()
 		if live {
-			break
+			return nil
 		}
 		select { // the reply queue is being declared again
 		case <-ready:
-		case <-r.closing: // the loop above returns ErrClosed
-		case <-timer.Done():
-			return response, timedOut()
-		case <-ctx.Done():
-			return response, ctx.Err()
+		case <-r.closing: // the next turn returns ErrClosed
+		case <-bounded.Done():
+			return bounded.Err()
 		}
 	}
-	defer r.forget(correlation)
+}
 
-	dispatch := r.dispatch(envelope, correlation, payload)
-	routingKey = dispatch.RoutingKey
-	publish, cancel := context.WithCancel(ctx)
-	unbind := context.AfterFunc(timer, cancel) // the timer bounds the publish too
-	_, err = r.writer.Write(publish, dispatch)
-	if staleConnection(err) && publish.Err() == nil {
-		// The writer's connection went away while idle; nothing was sent, and
-		// the writer dials again on this call.
-		_, err = r.writer.Write(publish, dispatch)
+// publish sends the request. A write refused because the writer's connection
+// had closed since its last use (the broker closed it while the requester was
+// idle: nothing was sent) is made once more, on the connection the writer
+// dials for it, so a caller does not fail for a connection that died before
+// it asked.
+func (r *Requester[Req, Resp]) publish(ctx context.Context, dispatch messaging.Dispatch) error {
+	_, err := r.writer.Write(ctx, dispatch)
+	if messaging.IsNotSent(err) && ctx.Err() == nil {
+		_, err = r.writer.Write(ctx, dispatch)
 	}
-	unbind()
-	cancel()
-	if err != nil {
-		switch {
-		case ctx.Err() != nil:
-			return response, ctx.Err()
-		case timer.Err() != nil:
-			return response, timedOut()
-		}
-		return response, fmt.Errorf("acemq: the request to %q was not published (correlation %s): %w", routingKey, correlation, err)
-	}
+	return err
+}
 
-	select {
-	case got := <-waiter:
-		if got.err != nil {
-			return response, got.err
-		}
-		if _, failed := got.delivery.Headers[HeaderError]; failed {
-			return response, &ResponderError{Text: errorText(got.delivery.Headers[HeaderError])}
-		}
-		if err := r.config.deserializer.Deserialize(got.delivery.Payload, &response); err != nil {
-			return response, fmt.Errorf("acemq: the reply to %q (correlation %s) does not decode: %w", routingKey, correlation, err)
-		}
-		outcome = OutcomeAnswered
-		return response, nil
-	case <-timer.Done():
-		return response, timedOut()
-	case <-ctx.Done():
-		return response, ctx.Err()
+// answer turns what reached a caller into Do's result: the subscription's
+// error (the reply queue lost, the requester closed), the responder's error
+// reply, or the decoded response.
+func (r *Requester[Req, Resp]) answer(got reply, routingKey, correlation string) (response Resp, err error) {
+	if got.err != nil {
+		return response, got.err
 	}
+	if text, failed := got.delivery.Headers[HeaderError]; failed {
+		return response, &ResponderError{Text: errorText(text)}
+	}
+	if err := r.config.deserializer.Deserialize(got.delivery.Payload, &response); err != nil {
+		return response, fmt.Errorf("acemq: the reply to %q (correlation %s) does not decode: %w", routingKey, correlation, err)
+	}
+	return response, nil
 }
 
 // dispatch builds the request: envelope's fields, the requester's address
@@ -362,13 +230,16 @@ func (r *Requester[Req, Resp]) dispatch(envelope messaging.Dispatch, correlation
 	if d.MessageType == "" {
 		d.MessageType = r.config.messageType
 	}
+	if d.MessageID == "" {
+		d.MessageID = messaging.NewID() // known here: the reply's causation must be it
+	}
 	d.CorrelationID = correlation
 	d.ReplyTo = r.queue
 	headers := make(map[string]any, len(envelope.Headers)+1)
 	for name, value := range envelope.Headers {
 		headers[name] = value
 	}
-	headers[HeaderReplyTo] = r.queue
+	headers[HeaderReplyTo] = r.replyTo
 	d.Headers = headers
 	d.ContentType = r.config.serializer.ContentType()
 	d.Payload = payload
@@ -386,8 +257,8 @@ func (r *Requester[Req, Resp]) forget(correlation string) {
 }
 
 // Close stops reading replies, fails the callers still waiting with
-// messaging.ErrClosed, and closes the reply connection (a generated reply
-// queue goes with it) and the request writer. It is bounded by
+// messaging.ErrClosed, and closes the reply subscription (a generated reply
+// queue goes with its connection) and the request writer. It is bounded by
 // Options.CloseTimeout and safe to call more than once.
 func (r *Requester[Req, Resp]) Close() error {
 	r.mu.Lock()
@@ -397,30 +268,25 @@ func (r *Requester[Req, Resp]) Close() error {
 	}
 	r.closed = true
 	close(r.closing)
-	for correlation, waiter := range r.pending {
+	for correlation, w := range r.pending {
 		delete(r.pending, correlation)
-		waiter <- reply{err: fmt.Errorf("acemq: the requester for %q closed before the reply arrived (correlation %s): %w", r.routingKey, correlation, messaging.ErrClosed)}
+		w.replies <- reply{err: fmt.Errorf("acemq: the requester for %q closed before the reply arrived (correlation %s): %w", r.routingKey, correlation, messaging.ErrClosed)}
 	}
 	r.mu.Unlock()
 
-	r.stop()
-	timer := time.NewTimer(r.config.closeTimeout)
-	defer timer.Stop()
 	var errs []error
-	select {
-	case <-r.done:
-	case <-timer.C:
-		errs = append(errs, fmt.Errorf("acemq: the requester's reply loop for %q did not stop within %s: %w", r.queue, r.config.closeTimeout, messaging.ErrCloseTimeout))
+	if r.consumer != nil {
+		errs = append(errs, r.consumer.Close())
+		timer := time.NewTimer(r.config.closeTimeout)
+		defer timer.Stop()
+		select {
+		case <-r.listened:
+		case <-timer.C:
+			errs = append(errs, fmt.Errorf("acemq: the requester's reply subscription of %q did not stop within %s: %w", r.queue, r.config.closeTimeout, messaging.ErrCloseTimeout))
+		}
 	}
 	errs = append(errs, r.writer.Close())
 	return errors.Join(errs...)
-}
-
-// staleConnection reports a publish refused because the writer's connection
-// had closed: the message was not sent, so sending it again cannot duplicate
-// it. A lost confirmation (arrival unknown) is not one.
-func staleConnection(err error) bool {
-	return err != nil && errors.Is(err, messaging.ErrClosed) && !errors.Is(err, messaging.ErrArrivalUnknown)
 }
 
 // errorText reads an acemq-error value: a string, or bytes from a client that

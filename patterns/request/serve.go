@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -17,7 +18,7 @@ import (
 type Server[Req, Resp any] struct {
 	handler   *Handler[Req, Resp]
 	consumer  *streaming.Consumer
-	writer    *sharedWriter
+	writer    *batch.Writer
 	listening chan struct{}
 	timeout   time.Duration
 	once      sync.Once
@@ -31,15 +32,16 @@ var _ messaging.ListenCloser = (*Server[int, int])(nil)
 // streaming consumer with Options.Workers workers, and returns once the
 // consumer opened its stream (ctx bounds that start; a permanent fault, a
 // queue declared otherwise for one, is returned and what started is closed).
-// Replies go through one confirm-mode writer over connector, shared by the
-// workers and pipelined, dialled again after it breaks. The connector is not
+// Replies go through one batch.Writer over connector, shared by the workers
+// (their publishes pipelined on one channel), which dials again after a lost
+// connection. The connector is not
 // closed by Close; its owner closes it.
 func Serve[Req, Resp any](ctx context.Context, connector messaging.Connector, queue string, fn Func[Req, Resp], options ...Option) (*Server[Req, Resp], error) {
 	if connector == nil || queue == "" || fn == nil {
 		return nil, errors.New("acemq: Serve needs a connector, a queue and a function")
 	}
 	cfg := newConfig(options)
-	writer := newSharedWriter(connector, "acemq: the responder's reply writer")
+	writer := batch.New(connector)
 	handler := NewHandler(writer, fn, options...)
 	workers := make([]messaging.Handler, cfg.workers)
 	for i := range workers {

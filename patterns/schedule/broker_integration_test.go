@@ -73,7 +73,7 @@ func watch(t *testing.T, ctx context.Context, url, queue string, start time.Time
 				return
 			}
 			if !ok {
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // polling the real broker, whose TTLs run in real time
 				continue
 			}
 			log.mu.Lock()
@@ -104,7 +104,7 @@ func (l *arrivalLog) wait(t *testing.T, ids []string, within time.Duration) {
 		if n == len(ids) {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the arrivals come from the real broker
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -3,18 +3,19 @@ package schedule
 import (
 	"encoding/json"
 	"log/slog"
+
+	"github.com/warrenmq/messaging/internal/options"
 )
 
-// Options configures New. It is a singleton whose methods return options.
-var Options singleton
+// Options is the entry point for configuring New: schedule.Options.Monitor(...).
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New; each method returns an Option. It is
+// exported so that go doc lists them.
+type OptionSet struct{}
 
-type option func(*config)
-
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures New.
+type Option func(*config)
 
 // Prefetch is how many messages the control consumer holds unacknowledged.
 const Prefetch = 50
@@ -26,13 +27,9 @@ type config struct {
 	contentType string
 }
 
-func newConfig(options []option) config {
+func newConfig(opts []Option) config {
 	c := config{}
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
+	options.Apply(&c, opts)
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
@@ -46,20 +43,17 @@ func newConfig(options []option) config {
 	return c
 }
 
-// Monitor receives the scheduler's events (default NopMonitor).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *config) { c.monitor = monitor }
-}
+// Monitor receives the scheduler's events. Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 
-// Logger is where the control consumer logs (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *config) { c.logger = logger }
-}
+// Logger is where the control consumer logs. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
 // Encoder encodes a Dispatch's Message when it has no Payload, and names the
-// content type it writes (default encoding/json, application/json). The
-// payload is encoded once, by At; the scheduler moves bytes after that.
-func (singleton) Encoder(encode func(message any) ([]byte, error), contentType string) option {
+// content type it writes. Default: encoding/json, application/json; a nil
+// encode keeps the default. The payload is encoded once, by At; the
+// scheduler moves bytes after that.
+func (OptionSet) Encoder(encode func(message any) ([]byte, error), contentType string) Option {
 	return func(c *config) {
 		if encode != nil {
 			c.encode, c.contentType = encode, contentType

@@ -51,8 +51,8 @@ func unroutable() error {
 
 // TestTheControlConsumerTellsAnOutageFromAFailure: a delivery the broker
 // refuses is set aside with the reason; one that fails because the broker is
-// away, or because the handler's context ended (a shutdown), is left for the
-// broker to redeliver, marked as an outage so nothing sets it aside; one that
+// away or closed the connection under the publish, or because the handler's
+// context ended (a shutdown), is left for the broker to redeliver, marked as an outage so nothing sets it aside; one that
 // reaches no queue goes on the 10 s rung, and is set aside only when no rung
 // takes it.
 func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
@@ -69,6 +69,13 @@ func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
 	}{
 		{what: "refused", ctx: context.Background(), write: func(...messaging.Dispatch) error { return refused }, verdict: messaging.Rejected},
 		{what: "broker away", ctx: context.Background(), write: func(...messaging.Dispatch) error { return messaging.Outage(errors.New("connection refused")) }, outage: true},
+		{what: "connection closed by the broker", ctx: context.Background(), write: func(...messaging.Dispatch) error {
+			return fmt.Errorf("batch writer: publish 1 message(s): the AMQP connection is closed (%w); connect again: %w",
+				&messaging.BrokerError{Code: messaging.ReplyConnectionForced, Text: "CONNECTION_FORCED"}, messaging.ErrClosed)
+		}, outage: true},
+		{what: "confirm lost with the connection", ctx: context.Background(), write: func(...messaging.Dispatch) error {
+			return &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "m", Err: messaging.ErrArrivalUnknown}}}
+		}, outage: true},
 		{what: "shutdown", ctx: cancelled, write: func(...messaging.Dispatch) error { return context.Canceled }, outage: true},
 		{what: "unbound", ctx: context.Background(), write: func(ds ...messaging.Dispatch) error {
 			if ds[0].Topic == Exchange {
@@ -99,6 +106,43 @@ func TestTheControlConsumerTellsAnOutageFromAFailure(t *testing.T) {
 		}
 		if fmt.Sprint(rungs) != fmt.Sprint(c.hopRungs) {
 			t.Errorf("%s: hopped %v, want %v", c.what, rungs, c.hopRungs)
+		}
+	}
+}
+
+// TestAWriteOnAConnectionThatClosedIsMadeOnceMore: a hop refused because the
+// writer's kept connection had closed (nothing sent) is made again on the
+// connection the writer dials, and lands; one whose arrival is unknown is
+// not made again (it may have landed), and is held as an outage.
+func TestAWriteOnAConnectionThatClosedIsMadeOnceMore(t *testing.T) {
+	closed := fmt.Errorf("the AMQP connection is closed: %w", messaging.ErrClosed)
+	unknown := fmt.Errorf("confirm lost: %w, %w", messaging.ErrClosed, messaging.ErrArrivalUnknown)
+	for _, c := range []struct {
+		what   string
+		first  error
+		writes int
+		outage bool
+	}{
+		{what: "closed before it was sent", first: closed, writes: 2},
+		{what: "arrival unknown", first: unknown, writes: 1, outage: true},
+	} {
+		writes := 0
+		s := &Scheduler{config: newConfig(nil), writer: writerFunc(func(...messaging.Dispatch) error {
+			writes++
+			if writes == 1 {
+				return c.first
+			}
+			return nil
+		})}
+		settler := &recordingSettler{}
+		d := dueNow()
+		d.Headers[HeaderDueAt] = time.Now().Add(5 * time.Second).UnixMilli()
+		err := s.control(messaging.WithSettler(context.Background(), settler), d)
+		if writes != c.writes || messaging.IsOutage(err) != c.outage || (err == nil) == c.outage || len(settler.decisions) != 0 {
+			t.Errorf("%s: %d write(s), error %v, settled %v; want %d write(s), outage %t", c.what, writes, err, settler.decisions, c.writes, c.outage)
+		}
+		if !c.outage && s.Hops() != 1 {
+			t.Errorf("%s: %d hop(s) counted, want 1", c.what, s.Hops())
 		}
 	}
 }

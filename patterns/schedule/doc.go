@@ -71,9 +71,13 @@
 //     (DeadLetters), as the Go library does and the other four do not;
 //     Topology leaves them out, as the shared contract does.
 //
-// An outage (the broker unreachable mid-hop) or a shutdown leaves the control
-// message unacknowledged for the broker to redeliver: nothing is dropped, and
-// a hop that landed before it may be repeated (at least once). A publish the
+// An outage (the broker unreachable mid-hop, a connection it closed) or a
+// shutdown leaves the control message unacknowledged for the broker to
+// redeliver: nothing is dropped or set aside for it, and a hop that landed
+// before it may be repeated (at least once). The control consumer opens its
+// stream again 100 ms after losing it, and a hop refused because the writer's
+// connection had closed since its last use (nothing sent) is made once more
+// on a fresh connection. A publish the
 // broker refuses for another reason is set aside on acemq.schedule.due.dlq
 // with the reason.
 package schedule

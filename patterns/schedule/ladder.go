@@ -53,6 +53,11 @@ var ladder = []time.Duration{time.Hour, 10 * time.Minute, time.Minute, 10 * time
 // delivered rather than put on a rung, so delivery is accurate to about it.
 const smallest = time.Second
 
+// reconnectDelay is the control consumer's first pause before it opens its
+// stream again after losing it: a scheduler is only as accurate as it is
+// quick to come back.
+const reconnectDelay = 100 * time.Millisecond
+
 // loopRung is the rung a due message that reached no queue waits on before
 // it is tried again.
 const loopRung = 10 * time.Second

@@ -56,6 +56,7 @@ func New(ctx context.Context, connector messaging.Connector, options ...Option) 
 		streaming.SubscriptionOptions.EstablishTopology(false), // Topology declared it, without arguments
 		streaming.SubscriptionOptions.DeadLetters(true),        // acemq.schedule.due.dlq, for what fits no rung
 		streaming.SubscriptionOptions.BufferCapacity(Prefetch),
+		streaming.SubscriptionOptions.ReconnectDelay(reconnectDelay), // back within a second of the broker
 		streaming.SubscriptionOptions.FullDeliveryToHandler(true),
 		streaming.SubscriptionOptions.AddWorkers(messaging.HandlerFunc(s.handle)),
 	)
@@ -157,8 +158,7 @@ func (s *Scheduler) At(ctx context.Context, due time.Time, dispatch messaging.Di
 	}
 	remaining := time.Until(due)
 	if remaining < smallest {
-		dispatch := m.onRung(DueQueue)
-		if _, err := s.writer.Write(ctx, dispatch); err != nil {
+		if err := s.write(ctx, m.onRung(DueQueue)); err != nil {
 			return fmt.Errorf("schedule: message %s is due now, and could not be handed to %s: %w", m.id, DueQueue, err)
 		}
 	} else if err := s.hop(ctx, m, rungsFor(remaining)); err != nil {
@@ -217,7 +217,7 @@ func (m message) delivery() messaging.Dispatch {
 func (s *Scheduler) hop(ctx context.Context, m message, rungs []Rung) error {
 	var last error
 	for _, r := range rungs {
-		_, err := s.writer.Write(ctx, m.onRung(r.Name))
+		err := s.write(ctx, m.onRung(r.Name))
 		if err == nil {
 			s.hops.Add(1)
 			s.config.monitor.Hopped(r.Name)
@@ -231,6 +231,20 @@ func (s *Scheduler) hop(ctx context.Context, m message, rungs []Rung) error {
 	}
 	return fmt.Errorf("schedule: message %s (due %s) could be put on no rung of %s: %v were tried and reached no queue; declare the ladder again (schedule.Topology): %w",
 		m.id, m.due.UTC().Format(time.RFC3339), Exchange, names(rungs), last)
+}
+
+// write publishes dispatch through the writer. A write refused because the
+// writer's connection had closed since its last use (the broker closed it, or
+// went away and came back: messaging.ErrClosed, nothing sent) is made once
+// more, on the connection the writer dials for it: otherwise the first hop
+// after every reconnect would fail, and its control message wait for the
+// consumer to reconnect again.
+func (s *Scheduler) write(ctx context.Context, dispatch messaging.Dispatch) error {
+	_, err := s.writer.Write(ctx, dispatch)
+	if messaging.IsNotSent(err) && ctx.Err() == nil {
+		_, err = s.writer.Write(ctx, dispatch)
+	}
+	return err
 }
 
 // unrouted reports a publish that reached no queue: unroutable, or an
@@ -274,10 +288,7 @@ func (s *Scheduler) control(ctx context.Context, d messaging.Delivery) error {
 		err := messaging.PublishOnce(ctx, key+":hop", func() error { return s.hop(ctx, m, rungsFor(remaining)) })
 		return s.settle(ctx, d, err)
 	}
-	err = messaging.PublishOnce(ctx, key+":deliver", func() error {
-		_, err := s.writer.Write(ctx, m.delivery())
-		return err
-	})
+	err = messaging.PublishOnce(ctx, key+":deliver", func() error { return s.write(ctx, m.delivery()) })
 	switch {
 	case err == nil:
 		s.delivered.Add(1)
