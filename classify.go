@@ -171,12 +171,30 @@ func connectionLost(err error) bool {
 // IsNotSent reports whether err says a write was refused before any of it
 // was sent, because its connection or channel had closed (ErrClosed) since it
 // was last used: no message of the write has an unknown arrival
-// (ErrArrivalUnknown). Sending the same write again, on a connection dialled
-// for it, cannot duplicate anything; a publisher that keeps a connection
-// between calls does so once, so a connection that died while it was idle
-// does not fail the next call. A lost confirmation is not one: that message
-// may have landed.
+// (ErrArrivalUnknown), and for a *PublishError every message failed so.
+// Sending the same write again, on a connection dialled for it, cannot
+// duplicate anything; batch.Writer, the one publisher that keeps a
+// connection between calls, does so once, so a connection that died while
+// it was idle does not fail the next call. A lost confirmation is not one:
+// that message may have landed.
 func IsNotSent(err error) bool {
+	var publishErr *PublishError
+	if !errors.As(err, &publishErr) {
+		return notSent(err)
+	}
+	failed := publishErr.Failed()
+	if len(failed) == 0 || len(failed) != len(publishErr.Results) {
+		return false
+	}
+	for _, f := range failed {
+		if !notSent(f.Err) {
+			return false
+		}
+	}
+	return true
+}
+
+func notSent(err error) bool {
 	return errors.Is(err, ErrClosed) && !errors.Is(err, ErrArrivalUnknown)
 }
 

@@ -65,6 +65,7 @@ func (f *ClassifyFixture) TestAWriteOnAClosedConnectionWasNotSent() {
 		ErrArrivalUnknown,
 		fmt.Errorf("confirm lost: %w, %w", ErrClosed, ErrArrivalUnknown),
 		&PublishError{Results: []PublishResult{{MessageID: "a", Err: ErrClosed}, {MessageID: "b", Err: ErrArrivalUnknown}}},
+		&PublishError{Results: []PublishResult{{MessageID: "a", Confirmed: true, Routed: true}, {MessageID: "b", Err: ErrClosed}}}, // part of it landed
 		ErrUnroutable, ErrPublishTimeout, ErrPublishingPaused,
 	} {
 		f.So(IsNotSent(err), should.BeFalse)

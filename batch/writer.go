@@ -80,7 +80,7 @@ func (w *Writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (i
 		return 0, fmt.Errorf("batch writer: %w", messaging.ErrClosed)
 	}
 	n, err := w.write(ctx, dispatches)
-	if err != nil && n == 0 && unsent(err) && ctx.Err() == nil {
+	if err != nil && n == 0 && messaging.IsNotSent(err) && ctx.Err() == nil {
 		// The kept connection had closed (while idle, say) before anything
 		// was sent: the same call on a new one cannot duplicate a message.
 		n, err = w.write(ctx, dispatches)
@@ -173,30 +173,6 @@ func sound(err error) bool {
 		}
 	}
 	return false
-}
-
-// unsent reports whether err says the connection or channel had closed
-// before any message of the write was sent (ErrClosed, and not
-// ErrArrivalUnknown for any of them).
-func unsent(err error) bool {
-	var publishErr *messaging.PublishError
-	if !errors.As(err, &publishErr) {
-		return closedBeforeSending(err)
-	}
-	failed := publishErr.Failed()
-	if len(failed) == 0 || len(failed) != len(publishErr.Results) {
-		return false
-	}
-	for _, f := range failed {
-		if !closedBeforeSending(f.Err) {
-			return false
-		}
-	}
-	return true
-}
-
-func closedBeforeSending(err error) bool {
-	return errors.Is(err, messaging.ErrClosed) && !errors.Is(err, messaging.ErrArrivalUnknown)
 }
 
 // landed counts the messages a commit error reports as confirmed and routed.

@@ -190,16 +190,10 @@ func (r *Requester[Req, Resp]) register(bounded context.Context, correlation str
 	}
 }
 
-// publish sends the request. A write refused because the writer's connection
-// had closed since its last use (the broker closed it while the requester was
-// idle: nothing was sent) is made once more, on the connection the writer
-// dials for it, so a caller does not fail for a connection that died before
-// it asked.
+// publish sends the request through the one redialling publisher, which
+// makes a write found on a connection that closed while idle once more.
 func (r *Requester[Req, Resp]) publish(ctx context.Context, dispatch messaging.Dispatch) error {
 	_, err := r.writer.Write(ctx, dispatch)
-	if messaging.IsNotSent(err) && ctx.Err() == nil {
-		_, err = r.writer.Write(ctx, dispatch)
-	}
 	return err
 }
 

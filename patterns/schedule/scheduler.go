@@ -233,17 +233,11 @@ func (s *Scheduler) hop(ctx context.Context, m message, rungs []Rung) error {
 		m.id, m.due.UTC().Format(time.RFC3339), Exchange, names(rungs), last)
 }
 
-// write publishes dispatch through the writer. A write refused because the
-// writer's connection had closed since its last use (the broker closed it, or
-// went away and came back: messaging.ErrClosed, nothing sent) is made once
-// more, on the connection the writer dials for it: otherwise the first hop
-// after every reconnect would fail, and its control message wait for the
-// consumer to reconnect again.
+// write publishes dispatch through the one redialling publisher, which
+// makes a write found on a connection that closed while the scheduler was
+// idle once more, so the first hop after a reconnect does not fail.
 func (s *Scheduler) write(ctx context.Context, dispatch messaging.Dispatch) error {
 	_, err := s.writer.Write(ctx, dispatch)
-	if messaging.IsNotSent(err) && ctx.Err() == nil {
-		_, err = s.writer.Write(ctx, dispatch)
-	}
 	return err
 }
 
