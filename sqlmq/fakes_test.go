@@ -335,22 +335,31 @@ func (l *logRecorder) Lines() []string {
 // Await blocks until a line containing text is logged and returns it.
 func (l *logRecorder) Await(t testing.TB, text string) string {
 	t.Helper()
+	return l.AwaitN(t, text, 1)
+}
+
+// AwaitN blocks until n lines containing text are logged and returns the
+// last of them.
+func (l *logRecorder) AwaitN(t testing.TB, text string, n int) string {
+	t.Helper()
 	deadline := time.After(testBound)
 	for {
 		l.mu.Lock()
+		var found []string
 		for _, r := range l.records {
-			line := fmt.Sprintf("%s %s", r.Level, r.Message)
-			if strings.Contains(line, text) {
-				l.mu.Unlock()
-				return line
+			if line := fmt.Sprintf("%s %s", r.Level, r.Message); strings.Contains(line, text) {
+				found = append(found, line)
 			}
 		}
 		changed := l.changed
 		l.mu.Unlock()
+		if len(found) >= n {
+			return found[n-1]
+		}
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("no log line containing %q within %s; logged: %q", text, testBound, l.Lines())
+			t.Fatalf("%d of %d log lines containing %q within %s; logged: %q", len(found), n, text, testBound, l.Lines())
 		}
 	}
 }

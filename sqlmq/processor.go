@@ -409,7 +409,7 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 		owed, err := p.publish(ctx, group)
 		switch {
 		case len(owed) == 0:
-		case unreachable(ctx, err) || !isolable(err):
+		case held(ctx, err):
 			clear(p.suspects) // the broker's failure may have been theirs too
 			owed = append(owed, flatten(queue)...)
 			if !p.retryAfter(ctx, len(owed), err) {
@@ -448,7 +448,7 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 		}
 	}
 	p.marks.mark(ctx, landed)
-	if unreachable(ctx, err) || !isolable(err) {
+	if held(ctx, err) {
 		for i, r := range group {
 			if outcomes[i].verdict != confirmed {
 				owed = append(owed, r)
@@ -470,6 +470,10 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 			p.setAside(ctx, r, r.attempts, out.cause)
 			o.config.logger.Warn(fmt.Sprintf("The broker could not take message [%d] now [%v]; it is tried again in [%s] (not counted as an attempt).", r.id, out.cause, o.config.retry),
 				"id", r.id, "message_id", r.dispatch.MessageID, "error", out.cause, "retry", o.config.retry)
+		case lost:
+			p.setAside(ctx, r, r.attempts, out.cause)
+			o.config.logger.Warn(fmt.Sprintf("The connection to the broker was lost while message [%d] was published alone [%v]; the rows behind it move on, and it is tried again in [%s] (not counted as an attempt).", r.id, out.cause, o.config.retry),
+				"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", out.cause, "retry", o.config.retry)
 		case unknown:
 			if alone {
 				p.suspect(ctx, r, out.cause)
