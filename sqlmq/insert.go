@@ -20,9 +20,6 @@ const (
 	// maxRowsPerInsert bounds one INSERT on MySQL and PostgreSQL: 500 rows of
 	// 26 values stay well within both databases' 65,535 bound values.
 	maxRowsPerInsert = 500
-	// sqliteRowsPerInsert keeps one INSERT within 999 bound values, the
-	// limit of SQLite builds before 3.32, so every driver takes it.
-	sqliteRowsPerInsert = 999 / (columnCount + 2)
 	// maxBytesPerInsert bounds the payload and text of one multi-row INSERT;
 	// a row larger than this is inserted alone, as before.
 	maxBytesPerInsert = 1 << 20
@@ -31,6 +28,10 @@ const (
 	// size past the bound is prepared in its transaction instead.
 	maxInsertShapes = 16
 )
+
+// sqliteRowsPerInsert keeps one INSERT within 999 bound values, the limit of
+// SQLite builds before 3.32, so every driver takes it.
+var sqliteRowsPerInsert = 999 / (columnCount + 2)
 
 // insertQuery is the statement that stores n dispatches. Where the database
 // can say which ids it gave the rows it inserts (PostgreSQL, SQLite), the
