@@ -48,11 +48,7 @@ const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 // transaction and returned in unreadable, so it never holds up the rows behind
 // it.
 func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
-	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	if s.dialect.IsSQLite() {
-		options = nil
-	}
-	tx, err := s.db.BeginTx(ctx, options)
+	tx, err := s.db.BeginTx(ctx, s.dialect.TxOptions(sql.LevelReadCommitted))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlmq: begin the claim of outbox rows: %w", err)
 	}

@@ -1,0 +1,132 @@
+package sqlmq
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/warrenmq/messaging/internal/wire"
+)
+
+// What a failed publish leaves in a row: its attempts and last error, set
+// aside to be tried again, or retired.
+
+// retire sets a row that can never be published aside for good, at once.
+func (p *processor) retire(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	if !p.record(ctx, r, r.attempts+1, cause, true) {
+		return
+	}
+	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] at once: it can never be published [%v]; it stays in durable storage until an operator fixes and releases it.", r.id, cause),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause)
+}
+
+// fail counts a failure that is the row's own, and sets the row aside to be
+// tried again, or retires it at MaxAttempts.
+func (p *processor) fail(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	attempts := r.attempts + 1
+	if attempts >= o.config.maxAttempt {
+		if p.record(ctx, r, attempts, cause, true) {
+			p.retired(r.id, r.dispatch.MessageID, attempts, cause)
+		}
+		return
+	}
+	if p.record(ctx, r, attempts, cause, false) {
+		o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish [%v]; attempt [%d] of [%d] counted. The rows behind it move on; it is tried again in [%s].", r.id, cause, attempts, o.config.maxAttempt, o.config.retry),
+			"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "attempts", attempts, "error", cause, "retry", o.config.retry)
+	}
+}
+
+func (p *processor) retired(id int64, messageID string, attempts int, cause error) {
+	p.outbox.config.logger.Warn(fmt.Sprintf("Retired message [%d] after [%d] refused publish attempt(s) [%v]; it stays in durable storage until an operator releases it.", id, attempts, cause),
+		"id", id, "message_id", wire.Shorten(messageID), "attempts", attempts, "error", cause)
+}
+
+// suspect is a row that failed alone in a way that does not say whose fault
+// it was. Its failure is counted when a later publish succeeds (the broker was
+// working: the row was at fault), and forgotten when the broker turns out to
+// be unreachable.
+type suspect struct {
+	messageID string
+	attempts  int // as stored when it failed
+	cause     error
+}
+
+// maxSuspects bounds the failures waiting to be counted; past it a failure is
+// not counted (the row is tried again all the same).
+const maxSuspects = 1024
+
+// countSuspects counts the failures of the suspects: a publish has just
+// succeeded, so the broker was working when they failed.
+func (p *processor) countSuspects(ctx context.Context) {
+	if len(p.suspects) == 0 {
+		return
+	}
+	o := p.outbox
+	suspects := p.suspects
+	p.suspects = map[int64]suspect{}
+	for id, s := range suspects {
+		attempts := s.attempts + 1
+		var retired time.Time
+		if attempts >= o.config.maxAttempt {
+			retired = o.config.clock.Now()
+		}
+		counted, err := o.store.countFailure(ctx, id, s.attempts, retired)
+		if err != nil {
+			if ctx.Err() == nil {
+				o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v].", id, err), "id", id, "error", err)
+			}
+			continue
+		}
+		if counted && !retired.IsZero() {
+			o.config.monitor.MessageRetired(1)
+			p.retired(id, s.messageID, attempts, s.cause)
+		}
+	}
+}
+
+// setAside records a failed publish of r without retiring it: the row leaves
+// this processor's hands and the sweep takes it again after RetryTimeout.
+func (p *processor) setAside(ctx context.Context, r row, attempts int, cause error) bool {
+	return p.record(ctx, r, attempts, cause, false)
+}
+
+// record stores a row's failed publish: its attempts and last error, and
+// either its retirement or when it may be tried again. The row leaves this
+// processor's hands either way. When the statement fails, the row keeps its
+// lease and is published again when the lease expires.
+func (p *processor) record(ctx context.Context, r row, attempts int, cause error, retire bool) bool {
+	o := p.outbox
+	now := o.config.clock.Now()
+	var retired, retryAt time.Time
+	if retire {
+		retired = now
+	} else {
+		retryAt = now.Add(o.config.retry)
+		p.setAsideRows = true
+	}
+	o.forget([]row{r})
+	if err := o.store.recordFailure(ctx, r.id, attempts, cause.Error(), retired, retryAt); err != nil {
+		if ctx.Err() == nil {
+			o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v]; it is published again when its lease expires.", r.id, err), "id", r.id, "error", err)
+		}
+		return false
+	}
+	if retire {
+		o.config.monitor.MessageRetired(1)
+	}
+	return true
+}
+
+func (p *processor) suspect(ctx context.Context, r row, cause error) {
+	o := p.outbox
+	if !p.setAside(ctx, r, r.attempts, cause) {
+		return
+	}
+	if len(p.suspects) < maxSuspects {
+		p.suspects[r.id] = suspect{messageID: r.dispatch.MessageID, attempts: r.attempts, cause: cause}
+	}
+	o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish alone [%v]; the rows behind it move on, and it is tried again in [%s]. The attempt counts once another message publishes.", r.id, cause, o.config.retry),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause, "retry", o.config.retry)
+}
