@@ -16,7 +16,7 @@ type Admin struct {
 	err   error
 }
 
-// RetiredMessage is a row retired after MaxAttempts failed publishes, or at
+// RetiredMessage is a row retired when its retry policy gave up, or at
 // once because it can never be published (a wire limit). It is kept, not
 // deleted, until an operator releases it.
 type RetiredMessage struct {
@@ -33,8 +33,8 @@ type RetiredMessage struct {
 
 // NewAdmin returns an Admin over the outbox table in db. It honours the Dialect
 // and Table options; the others are ignored.
-func NewAdmin(db *sql.DB, options ...option) *Admin {
-	config := newConfiguration(append([]option{Options.StorageHandle(db)}, options...))
+func NewAdmin(db *sql.DB, options ...Option) *Admin {
+	config := newConfig(append([]Option{Options.StorageHandle(db)}, options...))
 	return &Admin{store: newStore(config.db, config.dialect, config.table), err: config.err}
 }
 

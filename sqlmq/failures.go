@@ -14,7 +14,7 @@ import (
 // retire sets a row that can never be published aside for good, at once.
 func (p *processor) retire(ctx context.Context, r row, cause error) {
 	o := p.outbox
-	if !p.record(ctx, r, r.attempts+1, cause, true) {
+	if !p.record(ctx, r, r.attempts+1, cause, true, 0) {
 		return
 	}
 	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] at once: it can never be published [%v]; it stays in durable storage until an operator fixes and releases it.", r.id, cause),
@@ -22,19 +22,22 @@ func (p *processor) retire(ctx context.Context, r row, cause error) {
 }
 
 // fail counts a failure that is the row's own, and sets the row aside to be
-// tried again, or retires it at MaxAttempts.
+// tried again after the retry policy's delay, or retires it when the policy
+// gives up (its MaxAttempts, or its age limit counted from the commit).
 func (p *processor) fail(ctx context.Context, r row, cause error) {
 	o := p.outbox
 	attempts := r.attempts + 1
-	if attempts >= o.config.maxAttempt {
-		if p.record(ctx, r, attempts, cause, true) {
+	decision := o.config.policy.Decide(attempts, r.created, time.Now())
+	if !decision.Retry {
+		if p.record(ctx, r, attempts, cause, true, 0) {
 			p.retired(r.id, r.dispatch.MessageID, attempts, cause)
 		}
 		return
 	}
-	if p.record(ctx, r, attempts, cause, false) {
-		o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish [%v]; attempt [%d] of [%d] counted. The rows behind it move on; it is tried again in [%s].", r.id, cause, attempts, o.config.maxAttempt, o.config.retry),
-			"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "attempts", attempts, "error", cause, "retry", o.config.retry)
+	wait := o.config.policy.Delay(attempts, nil)
+	if p.record(ctx, r, attempts, cause, false, wait) {
+		o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish [%v]; attempt [%d] of [%d] counted. The rows behind it move on; it is tried again in [%s].", r.id, cause, attempts, o.config.policy.MaxAttempts(), wait),
+			"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "attempts", attempts, "error", cause, "retry", wait)
 	}
 }
 
@@ -69,8 +72,8 @@ func (p *processor) countSuspects(ctx context.Context) {
 	for id, s := range suspects {
 		attempts := s.attempts + 1
 		var retired time.Time
-		if attempts >= o.config.maxAttempt {
-			retired = o.config.clock.Now()
+		if !o.config.policy.Decide(attempts, time.Time{}, time.Now()).Retry {
+			retired = time.Now()
 		}
 		counted, err := o.store.countFailure(ctx, id, s.attempts, retired)
 		if err != nil {
@@ -87,24 +90,24 @@ func (p *processor) countSuspects(ctx context.Context) {
 }
 
 // setAside records a failed publish of r without retiring it: the row leaves
-// this processor's hands and the sweep takes it again after RetryTimeout.
+// this processor's hands and the sweep takes it again after RetryDelay.
 func (p *processor) setAside(ctx context.Context, r row, attempts int, cause error) bool {
-	return p.record(ctx, r, attempts, cause, false)
+	return p.record(ctx, r, attempts, cause, false, p.outbox.config.retry)
 }
 
 // record stores a row's failed publish: its attempts and last error, and
-// either its retirement or when it may be tried again. The row leaves this
-// processor's hands either way. When the statement fails, the row keeps its
-// lease and is published again when the lease expires.
-func (p *processor) record(ctx context.Context, r row, attempts int, cause error, retire bool) bool {
+// either its retirement or when it may be tried again (after wait). The row
+// leaves this processor's hands either way. When the statement fails, the row
+// keeps its lease and is published again when the lease expires.
+func (p *processor) record(ctx context.Context, r row, attempts int, cause error, retire bool, wait time.Duration) bool {
 	o := p.outbox
-	now := o.config.clock.Now()
+	now := time.Now()
 	var retired, retryAt time.Time
 	if retire {
 		retired = now
 	} else {
-		retryAt = now.Add(o.config.retry)
-		p.setAsideRows = true
+		retryAt = now.Add(wait)
+		p.due.arm(retryAt)
 	}
 	o.forget([]row{r})
 	if err := o.store.recordFailure(ctx, r.id, attempts, cause.Error(), retired, retryAt); err != nil {

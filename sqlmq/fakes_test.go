@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/gunit"
 	_ "modernc.org/sqlite"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
@@ -52,128 +54,21 @@ func applySchema(t testing.TB, db *sql.DB, d sqldialect.Dialect, table string) {
 	}
 }
 
-// fakeClock hands out timers that fire only when the test fires them, except
-// those of instant or less, which have fired already.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	timers  []*fakeTimer
-	changed chan struct{}
-	instant time.Duration
+// inBubble runs test in a synctest bubble on the fixture's test: the
+// outbox's timers run on the bubble's clock, which moves only when every
+// goroutine of the test waits, so a test sees a retry, a sweep or a linger
+// happen exactly when it is due, and at once. Open the databases and the
+// harness inside it (with its t).
+func inBubble(f interface{ T() gunit.TestingT }, test func(t *testing.T)) {
+	synctest.Test(f.T().(*testing.T), test)
 }
 
-type fakeTimer struct {
-	d     time.Duration
-	c     chan time.Time
-	fired bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), changed: make(chan struct{})}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Instant makes timers of d or less fire at once (0: none).
-func (c *fakeClock) Instant(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.instant = d
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d <= c.instant {
-		fired := make(chan time.Time, 1)
-		fired <- c.now
-		return fired
-	}
-	timer := &fakeTimer{d: d, c: make(chan time.Time, 1)}
-	c.timers = append(c.timers, timer)
-	close(c.changed)
-	c.changed = make(chan struct{})
-	return timer.c
-}
-
-// Await blocks until a timer of d is waiting, and fails the test otherwise.
-func (c *fakeClock) Await(t testing.TB, d time.Duration) {
-	t.Helper()
-	deadline := time.After(testBound)
-	for {
-		c.mu.Lock()
-		for _, timer := range c.timers {
-			if timer.d == d && !timer.fired {
-				c.mu.Unlock()
-				return
-			}
-		}
-		changed := c.changed
-		c.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("no timer of %s was started within %s", d, testBound)
-		}
-	}
-}
-
-// AwaitTimers blocks until n timers of d have been started (fired or not), and
-// fails the test otherwise.
-func (c *fakeClock) AwaitTimers(t testing.TB, d time.Duration, n int) {
-	t.Helper()
-	deadline := time.After(testBound)
-	for {
-		c.mu.Lock()
-		started := 0
-		for _, timer := range c.timers {
-			if timer.d == d {
-				started++
-			}
-		}
-		changed := c.changed
-		c.mu.Unlock()
-		if started >= n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("%d of %d timers of %s were started within %s", started, n, d, testBound)
-		}
-	}
-}
-
-// Fire fires every waiting timer of d and returns how many it fired.
-func (c *fakeClock) Fire(d time.Duration) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, timer := range c.timers {
-		if timer.d == d && !timer.fired {
-			timer.fired = true
-			timer.c <- c.now
-			n++
-		}
-	}
-	return n
-}
-
-// AwaitFire waits for a timer of d and fires it.
-func (c *fakeClock) AwaitFire(t testing.TB, d time.Duration) {
-	t.Helper()
-	c.Await(t, d)
-	c.Fire(d)
+// elapse lets d pass on the bubble's clock: every timer due meanwhile fires,
+// in order, and the caller goes on once the others wait again. Inside a
+// bubble it takes no real time.
+func elapse(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
 // fakePublisher records writes; script decides each write's outcome and gate,
@@ -368,7 +263,6 @@ func (l *logRecorder) AwaitN(t testing.TB, text string, n int) string {
 type harness struct {
 	t         testing.TB
 	db        *sql.DB
-	clock     *fakeClock
 	publisher *fakePublisher
 	monitor   *fakeMonitor
 	log       *logRecorder
@@ -384,18 +278,15 @@ const (
 	testPrune = 2 * time.Hour
 )
 
-func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
-	h := &harness{t: t, db: db, clock: newFakeClock(), publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
-	base := []option{
-		Options.StorageHandle(db), Options.Dialect(sqldialect.SQLite), Options.Clock(h.clock),
+func newHarness(t testing.TB, db *sql.DB, options ...Option) *harness {
+	h := &harness{t: t, db: db, publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
+	base := []Option{
+		Options.StorageHandle(db), Options.Dialect(sqldialect.SQLite),
 		Options.Logger(slog.New(h.log)), Options.Monitor(h.monitor),
-		Options.RetryTimeout(testRetry),
+		Options.RetryDelay(testRetry), Options.RetryPolicy(retrypolicy.Fixed(DefaultMaxAttempts, testRetry)),
 		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),
-		func(c *configuration) { c.newPublisher = func() publisher { return h.publisher } },
+		func(c *config) { c.newPublisher = func() publisher { return h.publisher } },
 	}
-	// A busy processor's lingering ends at once unless a test says otherwise
-	// (h.clock.Instant(0)): most tests are not about batching.
-	h.clock.Instant(lingerGap)
 	h.connector, h.processor = New(nil, append(base, options...)...)
 	t.Cleanup(func() { _ = h.processor.Close() })
 	return h
@@ -485,16 +376,17 @@ func messages(ids ...string) []messaging.Dispatch {
 // tb is the *testing.T behind a gunit fixture.
 func tb(f interface{ T() gunit.TestingT }) testing.TB { return f.T().(testing.TB) }
 
-// awaitChannel waits until the processor's channel holds n rows.
+// awaitChannel waits until the processor's channel holds n rows, on the
+// bubble's clock.
 func (h *harness) awaitChannel(n int) {
 	h.t.Helper()
 	channel := h.processor.(*processor).outbox.channel
 	deadline := time.Now().Add(testBound)
-	for len(channel) != n {
+	for synctest.Wait(); len(channel) != n; synctest.Wait() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("the processor's channel holds %d rows, not %d, after %s", len(channel), n, testBound)
 		}
-		time.Sleep(time.Millisecond)
+		elapse(time.Millisecond)
 	}
 }
 
@@ -512,10 +404,12 @@ func (h *harness) countIn(table string) int {
 func (h *harness) awaitCount(condition string, n int) {
 	h.t.Helper()
 	deadline := time.Now().Add(testBound)
+	synctest.Wait()
 	for got := h.count(condition); got != n; got = h.count(condition) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("%d rows, not %d, meet %q after %s", got, n, condition, testBound)
 		}
-		time.Sleep(time.Millisecond)
+		elapse(time.Millisecond) // whatever is due runs
+		synctest.Wait()
 	}
 }

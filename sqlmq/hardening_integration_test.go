@@ -13,6 +13,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // goodRowsBound is how soon 20 good rows behind bad ones must be published.
@@ -135,7 +136,7 @@ func TestIntegrationRowsTheBrokerRefusesForTheirSizeAreIsolated(t *testing.T) {
 			mq := newBrokerAt(t, url)
 			exchange := mq.exchange("size")
 			received := mq.consume(mq.queue("size", exchange))
-			outbox := newInstance(t, b, db, table, Options.MaxAttempts(2))
+			outbox := newInstance(t, b, db, table, Options.RetryPolicy(retrypolicy.Fixed(2, 50*time.Millisecond)))
 
 			bad := dispatchesTo(exchange, messageIDs("bad", 3)...)
 			for i := range bad {

@@ -222,19 +222,19 @@ type instance struct {
 	stopped   chan struct{}
 }
 
-func newInstance(t *testing.T, b backend, db *sql.DB, table string, options ...option) *instance {
+func newInstance(t *testing.T, b backend, db *sql.DB, table string, options ...Option) *instance {
 	t.Helper()
 	transport := rabbitmq.New(rabbitmq.Options.Address(testenv.AMQPURL), rabbitmq.Options.Origin("sqlmq-test@host"))
 	return newInstanceOver(t, transport, b, db, table, options...)
 }
 
 // newInstanceOver is newInstance over a transport of the test's making.
-func newInstanceOver(t *testing.T, transport messaging.Connector, b backend, db *sql.DB, table string, options ...option) *instance {
+func newInstanceOver(t *testing.T, transport messaging.Connector, b backend, db *sql.DB, table string, options ...Option) *instance {
 	t.Helper()
 	t.Cleanup(func() { _ = transport.Close() })
-	base := []option{
+	base := []Option{
 		Options.StorageHandle(db), Options.Dialect(b.dialect), Options.Table(table), Options.Logger(testLogger(t)),
-		Options.RetryTimeout(50 * time.Millisecond),
+		Options.RetryDelay(50 * time.Millisecond),
 	}
 	connector, processor := New(transport, append(base, options...)...)
 	return &instance{connector: connector, processor: processor}

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
@@ -210,7 +211,7 @@ func TestIntegrationARowTheBrokerWillNeverTakeIsRetiredWhileLaterRowsPublish(t *
 		exchange := mq.exchange("good")
 		received := mq.consume(mq.queue("good", exchange))
 		unbound := mq.exchange("unbound")
-		outbox := newInstance(t, b, db, table, Options.MaxAttempts(3))
+		outbox := newInstance(t, b, db, table, Options.RetryPolicy(retrypolicy.Fixed(3, 50*time.Millisecond)))
 		outbox.listen(t)
 
 		nowhere := dispatchesTo(unbound, "unroutable-"+messaging.NewID())

@@ -158,7 +158,7 @@ func (p *processor) settle(ctx context.Context, confirmed []row) {
 	o := p.outbox
 	defer o.forget(confirmed)
 	for first := true; ; first = false {
-		now := o.config.clock.Now()
+		now := time.Now()
 		affected, err := p.mark(ctx, confirmed, now, first)
 		if err == nil {
 			if affected < int64(len(confirmed)) {

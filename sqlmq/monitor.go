@@ -12,7 +12,7 @@ type Monitor interface {
 	// MessageConfirmed reports rows the broker confirmed and the processor
 	// marked dispatched.
 	MessageConfirmed(count int)
-	// MessageRetired reports rows set aside after MaxAttempts refusals.
+	// MessageRetired reports rows retired: their retry policy gave up on them, or they can never be published.
 	MessageRetired(count int)
 	// DispatchLag reports, for each confirmed row, the time from its commit to
 	// the broker's confirmation.

@@ -19,9 +19,9 @@ type processor struct {
 	publisher publisher
 
 	// Owned by Listen's goroutine:
-	suspects     map[int64]suspect // failures waiting to be counted
-	setAsideRows bool              // rows were set aside: arm the retry timer
-	marks        *marker           // marks confirmed pages while the next is published
+	suspects map[int64]suspect // failures waiting to be counted
+	due      dueTimer          // fires when the earliest row set aside is due
+	marks    *marker           // marks confirmed pages while the next is published
 	// cursor is the highest id the current catch-up pass has read; zero
 	// before a pass.
 	cursor int64
@@ -57,19 +57,20 @@ func (p *processor) Listen() {
 	p.marks = startMarker(p)
 	defer p.marks.stop()
 	defer p.dropAhead()
-	ctx := o.ctx
+	p.recover(o.ctx)
+	p.due.arm(p.nextDue(o.ctx))
+	p.loop(o.ctx)
+}
 
-	p.recover(ctx)
-	sweep := o.config.clock.After(o.config.sweep)
-	prune := o.config.clock.After(o.config.pruneEvery)
-	var retry <-chan time.Time // set aside rows are due
+// loop is Listen's: it publishes what commits hand over, catches up with the
+// rows they left in the table, and runs the timed sweeps, until ctx ends.
+func (p *processor) loop(ctx context.Context) {
+	o := p.outbox
+	sweep := time.After(o.config.sweep)
+	prune := time.After(o.config.pruneEvery)
 	var pause <-chan time.Time // a failed read of the table is tried again
 	busy := false
 	for {
-		if p.setAsideRows && retry == nil {
-			retry = o.config.clock.After(o.config.retry)
-		}
-		p.setAsideRows = false
 		// Rows a handoff left in the table go out once the channel, which
 		// holds older rows, is empty.
 		var catchUp <-chan time.Time
@@ -96,12 +97,13 @@ func (p *processor) Listen() {
 		case <-catchUp:
 			pause = nil
 			if !p.catchUp(ctx) {
-				pause = o.config.clock.After(o.config.retry)
+				pause = time.After(o.config.retry)
 			}
-		case <-retry:
-			retry = nil
+		case <-p.due.c:
+			p.due.fired()
 			p.dropAhead()
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
+			p.due.arm(p.nextDue(ctx))
 		case <-sweep:
 			p.dropAhead()
 			sweep = p.after(o.config.sweep, p.sweep(ctx))
@@ -109,6 +111,34 @@ func (p *processor) Listen() {
 			prune = p.after(o.config.pruneEvery, p.prune(ctx))
 		}
 	}
+}
+
+// dueTimer fires when the earliest row set aside to be tried again is due.
+type dueTimer struct {
+	at time.Time
+	c  <-chan time.Time
+}
+
+// arm makes the timer fire at at, unless it fires earlier already; a zero at
+// changes nothing.
+func (t *dueTimer) arm(at time.Time) {
+	if at.IsZero() || (t.c != nil && !at.Before(t.at)) {
+		return
+	}
+	t.at, t.c = at, time.After(time.Until(at))
+}
+
+// fired disarms the timer after it fired.
+func (t *dueTimer) fired() { t.at, t.c = time.Time{}, nil }
+
+// nextDue is when the next row set aside (by any instance) is due, zero when
+// none is or the table cannot be read (the periodic sweep takes it then).
+func (p *processor) nextDue(ctx context.Context) time.Time {
+	due, err := p.outbox.store.nextDue(ctx)
+	if err != nil {
+		return time.Time{}
+	}
+	return due
 }
 
 var immediately = func() <-chan time.Time {
@@ -122,7 +152,7 @@ func (p *processor) after(d time.Duration, again bool) <-chan time.Time {
 	if again {
 		return immediately
 	}
-	return p.outbox.config.clock.After(d)
+	return time.After(d)
 }
 
 // lingerGap is the longest a lingering processor waits for the next row: a
@@ -141,13 +171,13 @@ func (p *processor) gather(ctx context.Context, first row, busy bool) []row {
 	if !busy || len(rows) >= o.config.pageSize {
 		return rows
 	}
-	deadline := o.config.clock.After(o.config.linger)
+	deadline := time.After(o.config.linger)
 	gap := min(lingerGap, o.config.linger)
 	for len(rows) < o.config.pageSize {
 		select {
 		case r := <-o.channel:
 			rows = p.drain(append(rows, r))
-		case <-o.config.clock.After(gap):
+		case <-time.After(gap):
 			return p.drain(rows)
 		case <-deadline:
 			return p.drain(rows)

@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -22,14 +23,14 @@ import (
 //     repeated at once in halves, down to rows published alone, so the good
 //     rows land and the row at fault is found;
 //   - a row that fails on its own is set aside in the table with its error
-//     and tried again by the sweep after RetryTimeout, while the rows behind
+//     and tried again by the sweep after RetryDelay, while the rows behind
 //     it move on. The failure is counted when it is the row's own (the broker
 //     refused that message, or it failed alone and a later publish
 //     succeeded), and the row is retired at MaxAttempts. A nack is never
 //     counted.
 //
 // Only when the broker cannot be used at all (unreachable, publishing paused)
-// do the rows wait here, in order, RetryTimeout at a time, and nothing is
+// do the rows wait here, in order, RetryDelay at a time, and nothing is
 // counted: an outage is not the messages' fault.
 func (p *processor) dispatch(ctx context.Context, rows []row) {
 	o := p.outbox
@@ -43,7 +44,7 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 			return
 		}
 		group := queue[0]
-		now := o.config.clock.Now()
+		now := time.Now()
 		if !p.leased(group, now) {
 			kept, err := o.store.renew(ctx, o.config.owner, rowIDs(group), now.Add(o.config.lease))
 			if err != nil {
@@ -163,7 +164,7 @@ func flatten(groups [][]row) []row {
 	return rows
 }
 
-// retryAfter logs a publish failure and waits RetryTimeout; false means the
+// retryAfter logs a publish failure and waits RetryDelay; false means the
 // context ended first.
 func (p *processor) retryAfter(ctx context.Context, count int, err error) bool {
 	if ctx.Err() != nil {
@@ -177,7 +178,7 @@ func (p *processor) retryAfter(ctx context.Context, count int, err error) bool {
 
 func (p *processor) wait(ctx context.Context) bool {
 	select {
-	case <-p.outbox.config.clock.After(p.outbox.config.retry):
+	case <-time.After(p.outbox.config.retry):
 		return true
 	case <-ctx.Done():
 		return false

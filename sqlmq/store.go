@@ -294,6 +294,17 @@ func (s *store) countFailure(ctx context.Context, id int64, was int, retired tim
 	return affected == 1, err
 }
 
+// nextDue is the earliest time a row set aside after a failed publish may be
+// tried again (its lease end, with no owner), or zero when no row waits so.
+func (s *store) nextDue(ctx context.Context) (time.Time, error) {
+	var due sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q("SELECT MIN(lease_until_us) FROM {t} WHERE "+pendingCondition+" AND lease_owner IS NULL AND lease_until_us IS NOT NULL")).Scan(&due)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlmq: find the next outbox row due: %w", err)
+	}
+	return fromMicros(due.Int64), nil
+}
+
 // countPending counts rows waiting to be published (not dispatched, not retired).
 func (s *store) countPending(ctx context.Context) (int64, error) {
 	var n int64

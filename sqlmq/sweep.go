@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // What the processor reads back from the table: the rows earlier runs left
@@ -110,7 +111,7 @@ func (p *processor) readPage(ctx context.Context, after int64) ([]row, []unreada
 		p.retiredUnreadable(read.unreadable) // retired by the read: still told
 	}
 	o := p.outbox
-	return o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, o.config.clock.Now())
+	return o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, time.Now())
 }
 
 // readAhead starts reading the page past after. Its goroutine ends when the
@@ -121,7 +122,7 @@ func (p *processor) readAhead(ctx context.Context, after int64) {
 	ahead := make(chan pageRead, 1)
 	p.ahead = ahead
 	go func() {
-		rows, unreadable, err := o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, o.config.clock.Now())
+		rows, unreadable, err := o.store.readOwn(ctx, o.config.owner, after, o.config.pageSize, time.Now())
 		ahead <- pageRead{after: after, rows: rows, unreadable: unreadable, err: err}
 		if o.config.readAhead != nil {
 			o.config.readAhead(after)
@@ -143,7 +144,7 @@ func (p *processor) dropAhead() {
 // found, on their way or not.
 func (p *processor) claim(ctx context.Context) (int, error) {
 	o := p.outbox
-	rows, unreadable, err := o.store.claim(ctx, o.config.owner, o.config.clock.Now(), o.config.lease, o.config.pageSize)
+	rows, unreadable, err := o.store.claim(ctx, o.config.owner, time.Now(), o.config.lease, o.config.pageSize)
 	if err != nil {
 		return 0, err
 	}
@@ -182,7 +183,7 @@ func (p *processor) dispatchNew(ctx context.Context, rows []row) int {
 // reports whether the batch was full.
 func (p *processor) prune(ctx context.Context) bool {
 	o := p.outbox
-	n, err := o.store.prune(ctx, o.config.clock.Now().Add(-o.config.retention), o.config.pruneBatch)
+	n, err := o.store.prune(ctx, time.Now().Add(-o.config.retention), o.config.pruneBatch)
 	if err != nil {
 		if ctx.Err() == nil {
 			o.config.logger.Warn(fmt.Sprintf("Unable to prune dispatched message(s) from durable storage [%v].", err), "error", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -35,7 +36,7 @@ func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch
 	if w.done {
 		return 0, fmt.Errorf("sqlmq: write after commit or rollback: %w", messaging.ErrClosed)
 	}
-	now := w.outbox.config.clock.Now()
+	now := time.Now()
 	normalized := make([]messaging.Dispatch, 0, len(dispatches))
 	for i, d := range dispatches {
 		checked := d
@@ -79,7 +80,7 @@ func (w *commitWriter) commit() ([]row, error) {
 	w.done = true
 	defer w.connection.release(w)
 	config := w.outbox.config
-	created := config.clock.Now()
+	created := time.Now()
 	leaseUntil := created.Add(config.lease)
 	var ids []int64
 	var unprepared []int

@@ -216,7 +216,7 @@ func run(ctx context.Context, s settings, logger *slog.Logger) error {
 	//    transactions, and the dispatcher that publishes the stored rows.
 	outbox, dispatcher := sqlmq.New(transport,
 		sqlmq.Options.StorageHandle(db),
-		sqlmq.Options.RetryTimeout(time.Second),
+		sqlmq.Options.RetryDelay(time.Second),
 		sqlmq.Options.Monitor(metrics.Outbox()),
 		sqlmq.Options.Logger(logger),
 	)
