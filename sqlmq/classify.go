@@ -22,9 +22,10 @@ const (
 	refused
 	// unpublishable: the row can never travel on AMQP (a wire limit).
 	unpublishable
-	// passing: the broker could not take the message now (a nack, say a full
-	// queue with reject-publish); it says nothing against the message.
-	passing
+	// nacked: the broker negatively acknowledged the message (a queue that
+	// is full and rejects publishes, say). It is counted like a refusal: a
+	// queue that nacks for ever must not hold the row for ever unseen.
+	nacked
 	// lost: the connection or channel closed under the row published alone,
 	// for no refusal of its own: an outage, never a verdict on the message.
 	lost
@@ -103,7 +104,7 @@ func judge(err error, alone bool) outcome {
 	case errors.Is(err, messaging.ErrUnroutable):
 		return outcome{verdict: refused, cause: err}
 	case errors.Is(err, messaging.ErrRefused):
-		return outcome{verdict: passing, cause: err}
+		return outcome{verdict: nacked, cause: err}
 	case alone && channelRefusal(err):
 		return outcome{verdict: refused, cause: err}
 	case alone && messaging.IsConnectionLost(err):

@@ -54,10 +54,10 @@ func TestClassifyLeavesARowWhoseResultNamesAnotherMessageUnknown(t *testing.T) {
 	sameVerdicts(t, "foreign result", got, unknown)
 }
 
-func TestClassifyTreatsANackAsPassing(t *testing.T) {
+func TestClassifyTellsANackApart(t *testing.T) {
 	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
 	got := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrRefused}}})
-	sameVerdicts(t, "nack", got, passing)
+	sameVerdicts(t, "nack", got, nacked)
 }
 
 // A channel-level exception ends the channel for every message pipelined after

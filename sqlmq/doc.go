@@ -23,10 +23,11 @@
 // No row holds up the others. A row that can never travel on AMQP is retired
 // before it is published; a batch that fails in a way one row may have caused
 // is published again in halves; a row whose own publish failed (the broker
-// refused it, or it failed alone while others published) is set aside with
-// its attempts and last error, tried again after its RetryPolicy's delay,
-// and retired when the policy gives up. An outage (broker unreachable, publishing paused) counts
-// nothing: the rows wait in order. Retired rows are kept, listed by
+// refused or nacked it, or it failed alone for a reason that is not an
+// outage) is set aside with its attempts and last error, tried again after
+// its RetryPolicy's delay, and retired when the policy gives up. An outage
+// (broker unreachable, publishing paused, a connection lost under a publish)
+// counts nothing: the rows wait in order, or are set aside uncounted. Retired rows are kept, listed by
 // Admin.Retired and released by Admin.Release; Admin.Pending shows the rows
 // waiting and why. Nothing is deleted unpublished; dispatched rows are pruned
 // after Retention.

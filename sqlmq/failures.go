@@ -46,49 +46,6 @@ func (p *processor) retired(id int64, messageID string, attempts int, cause erro
 		"id", id, "message_id", wire.Shorten(messageID), "attempts", attempts, "error", cause)
 }
 
-// suspect is a row that failed alone in a way that does not say whose fault
-// it was. Its failure is counted when a later publish succeeds (the broker was
-// working: the row was at fault), and forgotten when the broker turns out to
-// be unreachable.
-type suspect struct {
-	messageID string
-	attempts  int // as stored when it failed
-	cause     error
-}
-
-// maxSuspects bounds the failures waiting to be counted; past it a failure is
-// not counted (the row is tried again all the same).
-const maxSuspects = 1024
-
-// countSuspects counts the failures of the suspects: a publish has just
-// succeeded, so the broker was working when they failed.
-func (p *processor) countSuspects(ctx context.Context) {
-	if len(p.suspects) == 0 {
-		return
-	}
-	o := p.outbox
-	suspects := p.suspects
-	p.suspects = map[int64]suspect{}
-	for id, s := range suspects {
-		attempts := s.attempts + 1
-		var retired time.Time
-		if !o.config.policy.Decide(attempts, time.Time{}, time.Now()).Retry {
-			retired = time.Now()
-		}
-		counted, err := o.store.countFailure(ctx, id, s.attempts, retired)
-		if err != nil {
-			if ctx.Err() == nil {
-				o.config.logger.Warn(fmt.Sprintf("Unable to record the failed publish of message [%d] in durable storage [%v].", id, err), "id", id, "error", err)
-			}
-			continue
-		}
-		if counted && !retired.IsZero() {
-			o.config.monitor.MessageRetired(1)
-			p.retired(id, s.messageID, attempts, s.cause)
-		}
-	}
-}
-
 // setAside records a failed publish of r without retiring it: the row leaves
 // this processor's hands and the sweep takes it again after RetryDelay.
 func (p *processor) setAside(ctx context.Context, r row, attempts int, cause error) bool {
@@ -120,16 +77,4 @@ func (p *processor) record(ctx context.Context, r row, attempts int, cause error
 		o.config.monitor.MessageRetired(1)
 	}
 	return true
-}
-
-func (p *processor) suspect(ctx context.Context, r row, cause error) {
-	o := p.outbox
-	if !p.setAside(ctx, r, r.attempts, cause) {
-		return
-	}
-	if len(p.suspects) < maxSuspects {
-		p.suspects[r.id] = suspect{messageID: r.dispatch.MessageID, attempts: r.attempts, cause: cause}
-	}
-	o.config.logger.Warn(fmt.Sprintf("Message [%d] failed to publish alone [%v]; the rows behind it move on, and it is tried again in [%s]. The attempt counts once another message publishes.", r.id, cause, o.config.retry),
-		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause, "retry", o.config.retry)
 }

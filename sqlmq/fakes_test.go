@@ -20,7 +20,10 @@ import (
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
-const testBound = 10 * time.Second // how long a test waits for an event that must happen
+// testBound is how long a test waits for an event that must happen, on the
+// bubble's clock: waiting costs no real time there, and the longest wait of a
+// test (the retry policies of a few attempts) fits well within it.
+const testBound = time.Minute
 
 // openSQLite returns a fresh SQLite database with the outbox table.
 func openSQLite(t testing.TB) *sql.DB {
@@ -139,7 +142,7 @@ func (p *fakePublisher) Published() []string {
 	return ids
 }
 
-// fakeMonitor counts every callback.
+// fakeMonitor counts every callback and signals each one.
 type fakeMonitor struct {
 	mu                                    sync.Mutex
 	changed                               chan struct{}
@@ -148,45 +151,52 @@ type fakeMonitor struct {
 	lags                                  []time.Duration
 }
 
-func (m *fakeMonitor) MessageStored(n int)    { m.mu.Lock(); m.stored += n; m.mu.Unlock() }
-func (m *fakeMonitor) MessagePublished(n int) { m.mu.Lock(); m.published += n; m.mu.Unlock() }
-func (m *fakeMonitor) MessageConfirmed(n int) {
+func (m *fakeMonitor) MessageStored(n int)    { m.count(func() { m.stored += n }) }
+func (m *fakeMonitor) MessagePublished(n int) { m.count(func() { m.published += n }) }
+func (m *fakeMonitor) MessageConfirmed(n int) { m.count(func() { m.confirmed += n; m.marks++ }) }
+func (m *fakeMonitor) MessageRetired(n int)   { m.count(func() { m.retired += n }) }
+func (m *fakeMonitor) DispatchLag(d time.Duration) {
+	m.count(func() { m.lags = append(m.lags, d) })
+}
+
+func (m *fakeMonitor) count(change func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.confirmed += n
-	m.marks++
+	change()
 	if m.changed != nil {
 		close(m.changed)
 	}
 	m.changed = make(chan struct{})
 }
 
-// AwaitConfirmed blocks until n messages were confirmed.
+// AwaitConfirmed blocks until n messages were confirmed, for at most testBound.
 func (m *fakeMonitor) AwaitConfirmed(t testing.TB, n int) {
 	t.Helper()
-	deadline := time.After(testBound)
+	m.Await(t, testBound, fmt.Sprintf("%d message(s) confirmed", n), func(_, _, confirmed, _ int) bool { return confirmed >= n })
+}
+
+// Await blocks until done holds for the counts, for at most bound, and
+// otherwise fails the test saying what it waited for and the counts it saw.
+func (m *fakeMonitor) Await(t testing.TB, bound time.Duration, what string, done func(stored, published, confirmed, retired int) bool) {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
 	for {
 		m.mu.Lock()
 		if m.changed == nil {
 			m.changed = make(chan struct{})
 		}
-		confirmed, changed := m.confirmed, m.changed
+		stored, published, confirmed, retired, changed := m.stored, m.published, m.confirmed, m.retired, m.changed
 		m.mu.Unlock()
-		if confirmed >= n {
+		if done(stored, published, confirmed, retired) {
 			return
 		}
 		select {
 		case <-changed:
-		case <-deadline:
-			t.Fatalf("%d of %d messages confirmed within %s", confirmed, n, testBound)
+		case <-deadline.C:
+			t.Fatalf("waited %s for %s: %d stored, %d published, %d confirmed, %d retired", bound, what, stored, published, confirmed, retired)
 		}
 	}
-}
-func (m *fakeMonitor) MessageRetired(n int) { m.mu.Lock(); m.retired += n; m.mu.Unlock() }
-func (m *fakeMonitor) DispatchLag(d time.Duration) {
-	m.mu.Lock()
-	m.lags = append(m.lags, d)
-	m.mu.Unlock()
 }
 
 func (m *fakeMonitor) counts() (stored, published, confirmed, retired int) {

@@ -115,8 +115,14 @@ func (b *broker) exchange(prefix string) string {
 // queue declares a queue bound to exchange with "#", deleted at the end of the test.
 func (b *broker) queue(prefix, exchange string) string {
 	b.t.Helper()
+	return b.queueWith(prefix, exchange, nil)
+}
+
+// queueWith is queue with the queue's arguments (x-max-length, ...).
+func (b *broker) queueWith(prefix, exchange string, arguments amqp.Table) string {
+	b.t.Helper()
 	name := testenv.Name(b.t, prefix)
-	if _, err := b.ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+	if _, err := b.ch.QueueDeclare(name, true, false, false, false, arguments); err != nil {
 		b.t.Fatalf("declare queue %s: %v", name, err)
 	}
 	if err := b.ch.QueueBind(name, "#", exchange, false, nil); err != nil {

@@ -167,25 +167,37 @@ func (f *IsolationFixture) TestPausedPublishingIsWaitedOutInOrder() {
 	})
 }
 
-// A nack says the broker could not take the message now: it is set aside to
-// be tried again, never counted, and the rows behind it move on.
-func (f *IsolationFixture) TestANackSetsTheRowAsideWithoutCountingIt() {
+// A row the broker nacks (a queue that is full and rejects publishes) is
+// counted like a refusal, its last error kept, tried again after its
+// policy's delay while the rows behind it move on, and retired when the
+// policy gives up: a queue that nacks for ever does not hold the row for
+// ever unseen.
+func (f *IsolationFixture) TestARowTheBrokerKeepsNackingIsCountedAndRetired() {
 	inBubble(f, func(t *testing.T) {
-		h := newHarness(t, openSQLite(t), Options.RetryPolicy(retrypolicy.None()))
-		h.publisher.script = func(call int, dispatches []messaging.Dispatch) (int, error) {
-			if call > 0 {
-				return len(dispatches), nil
+		h := newHarness(t, openSQLite(t), Options.RetryPolicy(retrypolicy.Fixed(3, testRetry)))
+		var at []time.Duration
+		start := time.Now()
+		h.publisher.script = func(_ int, dispatches []messaging.Dispatch) (int, error) {
+			at = append(at, time.Since(start))
+			failure := &messaging.PublishError{}
+			for _, d := range dispatches {
+				result := messaging.PublishResult{MessageID: d.MessageID, Confirmed: true, Routed: true}
+				if d.MessageID == "full" {
+					result = messaging.PublishResult{MessageID: d.MessageID, Err: fmt.Errorf("basic.nack: %w", messaging.ErrRefused)}
+				}
+				failure.Results = append(failure.Results, result)
 			}
-			return 1, &messaging.PublishError{Results: []messaging.PublishResult{
-				{MessageID: "full", Err: fmt.Errorf("nack: %w", messaging.ErrRefused)},
-				{MessageID: "next", Confirmed: true, Routed: true},
-			}}
+			return len(dispatches) - 1, failure
 		}
 		f.So(h.Commit(messages("full", "next")...), should.BeNil)
 		h.Listen()
-		h.monitor.AwaitConfirmed(t, 1)
-		h.awaitCount("message_id = 'full' AND publish_attempts = 0 AND retired_us IS NULL AND last_error LIKE '%nack%'", 1)
-		h.monitor.AwaitConfirmed(t, 2) // RetryDelay later
+		h.monitor.AwaitConfirmed(t, 1) // the row behind it did not wait
+		f.So(h.log.Await(t, "failed to publish"), should.StartWith, "WARN Message [1] failed to publish [basic.nack: messaging: the broker refused the message]; attempt [1] of [3] counted.")
+		h.log.Await(t, "Retired message [1] after [3]")
+		f.So(at, should.Equal, []time.Duration{0, testRetry, 2 * testRetry})
+		f.So(h.count("message_id = 'full' AND publish_attempts = 3 AND retired_us IS NOT NULL AND last_error LIKE '%basic.nack%'"), should.Equal, 1)
+		_, _, _, retired := h.monitor.counts()
+		f.So(retired, should.Equal, 1)
 	})
 }
 

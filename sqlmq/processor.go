@@ -19,9 +19,8 @@ type processor struct {
 	publisher publisher
 
 	// Owned by Listen's goroutine:
-	suspects map[int64]suspect // failures waiting to be counted
-	due      dueTimer          // fires when the earliest row set aside is due
-	marks    *marker           // marks confirmed pages while the next is published
+	due   dueTimer // fires when the earliest row set aside is due
+	marks *marker  // marks confirmed pages while the next is published
 	// cursor is the highest id the current catch-up pass has read; zero
 	// before a pass.
 	cursor int64

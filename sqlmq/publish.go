@@ -22,12 +22,14 @@ import (
 //     broker closed the channel or the connection while publishing) is
 //     repeated at once in halves, down to rows published alone, so the good
 //     rows land and the row at fault is found;
-//   - a row that fails on its own is set aside in the table with its error
-//     and tried again by the sweep after RetryDelay, while the rows behind
-//     it move on. The failure is counted when it is the row's own (the broker
-//     refused that message, or it failed alone and a later publish
-//     succeeded), and the row is retired at MaxAttempts. A nack is never
-//     counted.
+//   - a row that fails on its own (the broker refused or nacked that message,
+//     or it failed alone for a reason that is not an outage) is set aside in
+//     the table with its error, counted, and tried again by the sweep after
+//     its RetryPolicy's delay, while the rows behind it move on; it is
+//     retired when the policy gives up;
+//   - a row whose connection was lost while it was published alone is set
+//     aside and tried again after RetryDelay, and not counted: a lost
+//     connection is an outage, never a verdict on the message.
 //
 // Only when the broker cannot be used at all (unreachable, publishing paused)
 // do the rows wait here, in order, RetryDelay at a time, and nothing is
@@ -67,7 +69,6 @@ func (p *processor) dispatch(ctx context.Context, rows []row) {
 		switch {
 		case len(owed) == 0:
 		case held(ctx, err):
-			clear(p.suspects) // the broker's failure may have been theirs too
 			owed = append(owed, flatten(queue)...)
 			if !p.retryAfter(ctx, len(owed), err) {
 				o.forget(owed)
@@ -94,7 +95,6 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 	_, err := p.publisher.Write(ctx, dispatches...)
 	if err == nil {
 		p.marks.mark(ctx, group)
-		p.countSuspects(ctx)
 		return nil, nil
 	}
 	outcomes := classify(group, err)
@@ -113,27 +113,20 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 		}
 		return owed, err
 	}
-	if len(landed) > 0 {
-		p.countSuspects(ctx)
-	}
 	alone := len(group) == 1
 	for i, r := range group {
 		switch out := outcomes[i]; out.verdict {
 		case unpublishable:
 			p.retire(ctx, r, out.cause)
-		case refused: // the broker answered about this message: it is up, and says no
+		case refused, nacked: // the broker answered about this message: it is up, and says no
 			p.fail(ctx, r, out.cause)
-		case passing:
-			p.setAside(ctx, r, r.attempts, out.cause)
-			o.config.logger.Warn(fmt.Sprintf("The broker could not take message [%d] now [%v]; it is tried again in [%s] (not counted as an attempt).", r.id, out.cause, o.config.retry),
-				"id", r.id, "message_id", r.dispatch.MessageID, "error", out.cause, "retry", o.config.retry)
 		case lost:
 			p.setAside(ctx, r, r.attempts, out.cause)
 			o.config.logger.Warn(fmt.Sprintf("The connection to the broker was lost while message [%d] was published alone [%v]; the rows behind it move on, and it is tried again in [%s] (not counted as an attempt).", r.id, out.cause, o.config.retry),
 				"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", out.cause, "retry", o.config.retry)
 		case unknown:
 			if alone {
-				p.suspect(ctx, r, out.cause)
+				p.fail(ctx, r, out.cause) // not the broker's: it published nothing else
 			} else {
 				owed = append(owed, r)
 			}

@@ -277,23 +277,6 @@ func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause
 	return nil
 }
 
-// countFailure counts one more failed publish of a row whose attempts were
-// stored as was, retiring it when retired is not zero. It reports whether it
-// counted: not when the row was published, retired or counted meanwhile.
-func (s *store) countFailure(ctx context.Context, id int64, was int, retired time.Time) (bool, error) {
-	var retiredAt sql.NullInt64
-	if !retired.IsZero() {
-		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
-	}
-	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, retired_us = ? WHERE id = ? AND publish_attempts = ? AND dispatched_us IS NULL AND retired_us IS NULL"),
-		int64(was+1), retiredAt, id, int64(was))
-	if err != nil {
-		return false, fmt.Errorf("sqlmq: count the failed publish of outbox row %d: %w", id, err)
-	}
-	affected, err := result.RowsAffected()
-	return affected == 1, err
-}
-
 // nextDue is the earliest time a row set aside after a failed publish may be
 // tried again (its lease end, with no owner), or zero when no row waits so.
 func (s *store) nextDue(ctx context.Context) (time.Time, error) {
