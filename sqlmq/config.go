@@ -80,6 +80,9 @@ type config struct {
 	monitor    Monitor
 	ctx        context.Context
 	owner      string
+	// dropUnroutable are the exchanges whose rows are published without
+	// mandatory (DropUnroutable).
+	dropUnroutable map[string]bool
 
 	// newPublisher is the seam unit tests use to replace the batch writer over
 	// the transport.
@@ -218,6 +221,26 @@ func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.mo
 // Context is the process context. The dispatch processor runs on it; ending it
 // stops the processor as Close does. Default: context.Background().
 func (OptionSet) Context(ctx context.Context) Option { return func(c *config) { c.ctx = ctx } }
+
+// DropUnroutable names exchanges (topics) whose messages may reach no queue:
+// the outbox publishes their rows without mandatory, so a message nothing is
+// bound to is dropped by the broker, confirmed, and marked dispatched,
+// instead of staying in the table and being retired. Use it for events that
+// are fine to lose while nobody subscribes to them. By default every row is
+// published mandatory: a message that reaches no queue is a failed publish,
+// counted against the row, and the row stays in the outbox (retired after its
+// RetryPolicy) until a queue is bound and an operator releases it. Instances
+// sharing a table should name the same exchanges. Default: none.
+func (OptionSet) DropUnroutable(topics ...string) Option {
+	return func(c *config) {
+		if c.dropUnroutable == nil {
+			c.dropUnroutable = map[string]bool{}
+		}
+		for _, topic := range topics {
+			c.dropUnroutable[topic] = true
+		}
+	}
+}
 
 // InstanceName names this processor in the lease_owner column. Two processors
 // must never share a name. Default: host/pid/random.

@@ -41,7 +41,9 @@
 // outbox does not depend on a driver's time parsing or the server's time zone.
 //
 // What the outbox fixes at store time: MessageID (messaging.NewID when empty),
-// FirstSeen and Timestamp (now when zero), Mandatory (always true). Header
+// FirstSeen and Timestamp (now when zero). Every row is published mandatory:
+// a message that reaches no queue stays in the outbox, counted as a failed
+// publish of the row, unless Options.DropUnroutable names its exchange. Header
 // values must be what an AMQP table carries (a nested map[string]any is stored
 // as an amqp091.Table); names in the reserved x-acemq- namespace are refused.
 // Write refuses, with messaging.ErrWireLimit, any dispatch whose fields AMQP

@@ -2,9 +2,11 @@ package sqlmq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
@@ -17,8 +19,8 @@ func (p *processor) retire(ctx context.Context, r row, cause error) {
 	if !p.record(ctx, r, r.attempts+1, cause, true, 0) {
 		return
 	}
-	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] at once: it can never be published [%v]; it stays in durable storage until an operator fixes and releases it.", r.id, cause),
-		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "error", cause)
+	o.config.logger.Warn(fmt.Sprintf("Retired message [%d] at once: it can never be published [%v]. It stays in the outbox table: fix the row or raise the limit, then %s.", r.id, cause, p.releaseHint(r.id)),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "topic", r.dispatch.Topic, "error", cause)
 }
 
 // fail counts a failure that is the row's own, and sets the row aside to be
@@ -30,7 +32,7 @@ func (p *processor) fail(ctx context.Context, r row, cause error) {
 	decision := o.config.policy.Decide(attempts, r.created, time.Now())
 	if !decision.Retry {
 		if p.record(ctx, r, attempts, cause, true, 0) {
-			p.retired(r.id, r.dispatch.MessageID, attempts, cause)
+			p.retired(r, attempts, cause)
 		}
 		return
 	}
@@ -41,9 +43,34 @@ func (p *processor) fail(ctx context.Context, r row, cause error) {
 	}
 }
 
-func (p *processor) retired(id int64, messageID string, attempts int, cause error) {
-	p.outbox.config.logger.Warn(fmt.Sprintf("Retired message [%d] after [%d] refused publish attempt(s) [%v]; it stays in durable storage until an operator releases it.", id, attempts, cause),
-		"id", id, "message_id", wire.Shorten(messageID), "attempts", attempts, "error", cause)
+// retired tells the operator that r was retired, why, and what to do.
+func (p *processor) retired(r row, attempts int, cause error) {
+	what, todo := diagnosis(r.dispatch, cause)
+	p.outbox.config.logger.Warn(fmt.Sprintf("Retired message [%d] after [%d] failed publish attempt(s): %s. It stays in the outbox table: %s, then %s.", r.id, attempts, what, todo, p.releaseHint(r.id)),
+		"id", r.id, "message_id", wire.Shorten(r.dispatch.MessageID), "topic", r.dispatch.Topic, "routing_key", r.dispatch.RoutingKey,
+		"attempts", attempts, "error", cause)
+}
+
+// releaseHint says how an operator puts a retired row back.
+func (p *processor) releaseHint(id int64) string {
+	return fmt.Sprintf("release it with `warrenmq outbox release -table %s %d` (or sqlmq.Admin.Release)", p.outbox.config.table, id)
+}
+
+// diagnosis reads a row's last failure for an operator: what happened to
+// the message, and what to fix before releasing it.
+func diagnosis(d messaging.Dispatch, cause error) (what, todo string) {
+	switch {
+	case errors.Is(cause, messaging.ErrNotFound):
+		return fmt.Sprintf("exchange %q does not exist", d.Topic), "declare the exchange"
+	case errors.Is(cause, messaging.ErrUnroutable):
+		return fmt.Sprintf("no queue is bound to exchange %q for routing key %q, and the outbox publishes mandatory", d.Topic, d.RoutingKey),
+			fmt.Sprintf("bind the queue that should receive it (or, if messages to %q may reach no queue, name it in sqlmq.Options.DropUnroutable)", d.Topic)
+	case errors.Is(cause, messaging.ErrPreconditionFailed):
+		return "the broker refused it (406 PRECONDITION_FAILED, such as a payload over its max_message_size)", "make the message fit or raise the broker's limit"
+	case errors.Is(cause, messaging.ErrRefused):
+		return "the broker nacked it every time (a queue that is full and rejects publishes, say)", "make room in the queue it is routed to"
+	}
+	return fmt.Sprintf("its publish failed [%v]", cause), "fix the cause"
 }
 
 // setAside records a failed publish of r without retiring it: the row leaves

@@ -54,6 +54,25 @@ func (f *OutboxFixture) TestCommittedMessagesArePublishedInOrderAndMarkedDispatc
 	})
 }
 
+// Mandatory is the default: a row nothing is bound to stays in the outbox.
+// DropUnroutable names the exchanges whose rows may reach no queue; they are
+// published without mandatory, however the dispatch was written.
+func (f *OutboxFixture) TestEveryRowIsPublishedMandatoryUnlessItsExchangeMayDropIt() {
+	inBubble(f, func(t *testing.T) {
+		h := newHarness(t, openSQLite(t), Options.DropUnroutable("audit", "metrics"))
+		h.Listen()
+		optional := message("optional")
+		optional.Topic = "audit"
+		plain := message("plain")
+		plain.Mandatory = false // as written; the outbox publishes it mandatory all the same
+		f.So(h.Commit(optional, plain), should.BeNil)
+		published := h.publisher.Next(t)
+		f.So(ids(published), should.Equal, []string{"optional", "plain"})
+		f.So(published[0].Mandatory, should.BeFalse)
+		f.So(published[1].Mandatory, should.BeTrue)
+	})
+}
+
 func (f *OutboxFixture) TestRollbackStoresNothingAndPublishesNothing() {
 	f.run(func() {
 		connection, _ := f.h.connector.Connect(context.Background())

@@ -164,7 +164,10 @@ func (f *ProcessorFixture) TestARowTheBrokerKeepsRefusingIsRetiredAndTheRowsBehi
 		f.So(ids(h.publisher.Next(f.t)), should.Equal, []string{"poison"})
 		f.So(time.Since(refused), should.Equal, testRetry)
 		f.So(ids(h.publisher.Next(f.t)), should.Equal, []string{"poison"})
-		f.So(h.log.Await(f.t, "Retired"), should.StartWith, "WARN Retired message [1] after [3] refused publish attempt(s) [")
+		f.So(h.log.Await(f.t, "Retired"), should.Equal, "WARN Retired message [1] after [3] failed publish attempt(s): "+
+			`no queue is bound to exchange "events" for routing key "", and the outbox publishes mandatory. It stays in the outbox table: `+
+			`bind the queue that should receive it (or, if messages to "events" may reach no queue, name it in sqlmq.Options.DropUnroutable), `+
+			"then release it with `warrenmq outbox release -table Messages 1` (or sqlmq.Admin.Release).")
 
 		f.So(h.Commit(message("c")), should.BeNil)
 		f.So(ids(h.publisher.Next(f.t)), should.Equal, []string{"c"})
@@ -224,7 +227,8 @@ func (f *ProcessorFixture) TestAMissingExchangeThatBreaksTheWholeBatchIsFoundAnd
 		h.monitor.AwaitConfirmed(f.t, 2)
 		f.So(h.count("retired_us IS NULL AND publish_attempts = 1"), should.Equal, 1)
 		f.So(ids(h.publisher.Next(f.t)), should.Equal, []string{"x"})
-		h.log.Await(f.t, "Retired message [1] after [2] refused publish attempt(s)")
+		f.So(h.log.Await(f.t, "Retired message [1]"), should.StartWith, "WARN Retired message [1] after [2] failed publish attempt(s): "+
+			`exchange "deleted" does not exist. It stays in the outbox table: declare the exchange, then release it with `+"`warrenmq outbox release -table Messages 1`")
 		f.So(h.count("retired_us IS NOT NULL AND publish_attempts = 2"), should.Equal, 1)
 	})
 }

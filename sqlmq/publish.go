@@ -90,6 +90,7 @@ func (p *processor) publish(ctx context.Context, group []row) ([]row, error) {
 	dispatches := make([]messaging.Dispatch, len(group))
 	for i, r := range group {
 		dispatches[i] = clone(r.dispatch)
+		dispatches[i].Mandatory = !o.config.dropUnroutable[r.dispatch.Topic]
 	}
 	o.config.monitor.MessagePublished(len(group))
 	_, err := p.publisher.Write(ctx, dispatches...)

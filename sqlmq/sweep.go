@@ -157,7 +157,7 @@ func (p *processor) claim(ctx context.Context) (int, error) {
 func (p *processor) retiredUnreadable(unreadable []unreadableRow) {
 	o := p.outbox
 	for _, u := range unreadable {
-		o.config.logger.Warn(fmt.Sprintf("Retired message [%d]: it cannot be read back from durable storage [%v]; it stays there until an operator fixes and releases it.", u.id, u.err),
+		o.config.logger.Warn(fmt.Sprintf("Retired message [%d]: it cannot be read back from durable storage [%v]. It stays in the outbox table: fix the row, then %s.", u.id, u.err, p.releaseHint(u.id)),
 			"id", u.id, "error", u.err)
 	}
 	if len(unreadable) > 0 {

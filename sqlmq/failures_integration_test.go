@@ -2,12 +2,14 @@ package sqlmq
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/retrypolicy"
 )
 
@@ -52,4 +54,38 @@ func TestIntegrationARowTheBrokerNacksForEverIsCountedAndRetired(t *testing.T) {
 			t.Errorf("%d rows confirmed; want the %d behind the nacked one", confirmed, len(later))
 		}
 	})
+}
+
+// Publishing mandatory is the default: a row nothing is bound to stays in the
+// outbox and is retired with a line that says what happened and what to do.
+// An exchange named in DropUnroutable may drop such a row: it is published
+// without mandatory, confirmed and marked dispatched.
+func TestIntegrationOnlyAnExchangeNamedToDropUnroutableRowsLetsThemGo(t *testing.T) {
+	b := backends[0] // MariaDB
+	mq := newBroker(t)
+	db := b.open(t)
+	table := outboxTable(t, b, db)
+	unbound, optional := mq.exchange("unbound"), mq.exchange("optional")
+	log := newLogRecorder()
+	monitor := &fakeMonitor{}
+	outbox := newInstance(t, b, db, table, Options.Logger(slog.New(log)), Options.Monitor(monitor),
+		Options.DropUnroutable(optional), Options.RetryPolicy(retrypolicy.Fixed(2, 50*time.Millisecond)))
+	outbox.listen(t)
+
+	kept := dispatchesTo(unbound, "kept-"+messaging.NewID())
+	dropped := dispatchesTo(optional, "dropped-"+messaging.NewID())
+	outbox.commit(t, append(kept, dropped...)...)
+	monitor.Await(t, bound, "one row dropped by the broker and one retired", func(_, _, confirmed, retired int) bool {
+		return confirmed == 1 && retired == 1
+	})
+	var dispatched string
+	if err := db.QueryRow("SELECT message_id FROM " + table + " WHERE dispatched_us IS NOT NULL").Scan(&dispatched); err != nil || dispatched != dropped[0].MessageID {
+		t.Fatalf("dispatched %q (%v); want the row of the exchange named in DropUnroutable", dispatched, err)
+	}
+	line := log.Await(t, "Retired message")
+	for _, says := range []string{`no queue is bound to exchange "` + unbound + `"`, "warrenmq outbox release -table " + table} {
+		if !strings.Contains(line, says) {
+			t.Errorf("the retirement line does not say %q:\n%s", says, line)
+		}
+	}
 }
