@@ -32,6 +32,9 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	// DefaultMaxPayload is RabbitMQ's default max_message_size (128 MiB).
 	DefaultMaxPayload = wire.DefaultMaxPayload
+	// DefaultCommitCheckTimeout bounds finding out whether a COMMIT that lost
+	// its connection was committed.
+	DefaultCommitCheckTimeout = 5 * time.Second
 	// DefaultMaxRowWait is DefaultRetryPolicy's longest wait between two
 	// publishes of a row that failed on its own.
 	DefaultMaxRowWait = 5 * time.Minute
@@ -58,28 +61,29 @@ type OptionSet struct{}
 type Option func(*config)
 
 type config struct {
-	db         *sql.DB
-	ownsDB     bool
-	err        error
-	dialect    sqldialect.Dialect
-	table      string
-	channelCap int
-	retry      time.Duration
-	policy     retrypolicy.Policy
-	isolation  sql.IsolationLevel
-	maxPayload int
-	pageSize   int
-	linger     time.Duration
-	lease      time.Duration
-	sweep      time.Duration
-	retention  time.Duration
-	pruneBatch int
-	pruneEvery time.Duration
-	shutdown   time.Duration
-	logger     *slog.Logger
-	monitor    Monitor
-	ctx        context.Context
-	owner      string
+	db          *sql.DB
+	ownsDB      bool
+	err         error
+	dialect     sqldialect.Dialect
+	table       string
+	channelCap  int
+	retry       time.Duration
+	policy      retrypolicy.Policy
+	isolation   sql.IsolationLevel
+	maxPayload  int
+	pageSize    int
+	linger      time.Duration
+	lease       time.Duration
+	sweep       time.Duration
+	retention   time.Duration
+	pruneBatch  int
+	pruneEvery  time.Duration
+	shutdown    time.Duration
+	commitCheck time.Duration
+	logger      *slog.Logger
+	monitor     Monitor
+	ctx         context.Context
+	owner       string
 	// dropUnroutable are the exchanges whose rows are published without
 	// mandatory (DropUnroutable).
 	dropUnroutable map[string]bool
@@ -212,6 +216,14 @@ func (OptionSet) PruneInterval(d time.Duration) Option { return func(c *config) 
 // 30 s, the transport's own broker timeout.
 func (OptionSet) ShutdownTimeout(d time.Duration) Option { return func(c *config) { c.shutdown = d } }
 
+// CommitCheckTimeout bounds how long Commit asks, when its COMMIT lost its
+// connection, whether the transaction was committed: it asks on a new
+// connection, again while the database does not answer (a restart), and
+// returns ErrCommitUnknown when it still cannot tell. Default: 5 s.
+func (OptionSet) CommitCheckTimeout(d time.Duration) Option {
+	return func(c *config) { c.commitCheck = d }
+}
+
 // Logger receives the outbox's WARN and INFO lines. Default: slog.Default().
 func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
@@ -267,6 +279,7 @@ func newConfig(opts []Option) config {
 	c.pruneBatch = defaultInt(c.pruneBatch, DefaultPruneBatchSize)
 	c.pruneEvery = defaultDuration(c.pruneEvery, DefaultPruneInterval)
 	c.shutdown = defaultDuration(c.shutdown, DefaultShutdownTimeout)
+	c.commitCheck = defaultDuration(c.commitCheck, DefaultCommitCheckTimeout)
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}

@@ -149,6 +149,7 @@ type fakeMonitor struct {
 	stored, published, confirmed, retired int
 	marks                                 int // MessageConfirmed calls: one per UPDATE
 	lags                                  []time.Duration
+	inDoubt                               []string // CommitInDoubt calls: "stored err"
 }
 
 func (m *fakeMonitor) MessageStored(n int)    { m.count(func() { m.stored += n }) }
@@ -157,6 +158,9 @@ func (m *fakeMonitor) MessageConfirmed(n int) { m.count(func() { m.confirmed += 
 func (m *fakeMonitor) MessageRetired(n int)   { m.count(func() { m.retired += n }) }
 func (m *fakeMonitor) DispatchLag(d time.Duration) {
 	m.count(func() { m.lags = append(m.lags, d) })
+}
+func (m *fakeMonitor) CommitInDoubt(stored bool, err error) {
+	m.count(func() { m.inDoubt = append(m.inDoubt, fmt.Sprint(stored, " ", err)) })
 }
 
 func (m *fakeMonitor) count(change func()) {

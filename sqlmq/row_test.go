@@ -71,3 +71,27 @@ func TestEveryEnvelopeFieldSurvivesTheRow(t *testing.T) {
 		t.Fatalf("the row read back carries another envelope:\n got %+v\nwant %+v", got, want)
 	}
 }
+
+// The check of a commit in doubt tells a committed row from one that never
+// was, and refuses to guess when the id holds another message.
+func TestTheCheckOfACommitInDoubtReadsTheRowBackByItsID(t *testing.T) {
+	db := openSQLite(t)
+	s := newStore(db, sqldialect.SQLite, DefaultTable)
+	if _, err := db.Exec("INSERT INTO Messages (id, message_id, payload, created_us) VALUES (7, 'seven', x'', 1)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if stored, err := s.committed(ctx, 7, "seven"); !stored || err != nil {
+		t.Errorf("a committed row: stored %v, %v", stored, err)
+	}
+	if stored, err := s.committed(ctx, 8, "eight"); stored || err != nil {
+		t.Errorf("a row never committed: stored %v, %v", stored, err)
+	}
+	if _, err := s.committed(ctx, 7, "other"); err == nil {
+		t.Error("an id holding another message was taken for the commit's")
+	}
+	var rows int
+	if err := db.QueryRow("SELECT COUNT(*) FROM Messages").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("the check left %d row(s) (%v); its probe must be rolled back", rows, err)
+	}
+}

@@ -93,7 +93,12 @@ func (w *commitWriter) commit() ([]row, error) {
 		}
 	}
 	if err := w.tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlmq: commit the outbox transaction (%d message(s) not stored, unless the connection failed during the COMMIT itself: then they may be stored and will be published; retrying is safe, duplicates possible): %w", len(w.pending), err)
+		if len(ids) == 0 || !inDoubt(err) {
+			return nil, fmt.Errorf("sqlmq: commit the outbox transaction: %w; none of its %d message(s) was stored", err, len(w.pending))
+		}
+		if err := w.resolve(ids[0], w.pending[0].MessageID, len(ids), err); err != nil {
+			return nil, err
+		}
 	}
 	if len(ids) == 0 {
 		return nil, nil

@@ -40,6 +40,7 @@ type Metrics struct {
 	confirmed prom.Counter
 	retired   prom.Counter
 	lag       prom.Histogram
+	inDoubt   *prom.CounterVec
 
 	streamOpened   *prom.CounterVec
 	streamClosed   *prom.CounterVec
@@ -122,6 +123,7 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 	m.published = counter("outbox_published_total", "Outbox messages handed to the transport, retries included.")
 	m.confirmed = counter("outbox_confirmed_total", "Outbox messages the broker confirmed and the relay marked dispatched.")
 	m.retired = counter("outbox_retired_total", "Outbox messages retired after repeated refusals; they wait for an operator.")
+	m.inDoubt = counterVec("outbox_commit_in_doubt_total", "Outbox COMMITs that lost their connection, by what a new connection found (stored, not_stored, unknown).", "outcome")
 	m.lag = prom.NewHistogram(prom.HistogramOpts{Name: "outbox_dispatch_lag_seconds", Help: "Time from the outbox commit to the broker's confirmation.",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300}})
 
@@ -175,7 +177,7 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 	var errs []error
 	for _, c := range []prom.Collector{
 		m.commits, m.commitTimeouts, m.rollbacks, m.opens, m.closes, m.blocked, m.publishes,
-		m.stored, m.published, m.confirmed, m.retired, m.lag,
+		m.stored, m.published, m.confirmed, m.retired, m.lag, m.inDoubt,
 		m.streamOpened, m.streamClosed, m.batchSeconds, m.acknowledged, m.shutdownForced, m.settled,
 		m.handleAttempts, m.transactions, m.encoded, m.decoded,
 		m.idempotency, m.idempotencyErrors,
