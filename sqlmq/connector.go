@@ -90,7 +90,19 @@ func (c *connection) Writer(context.Context) (messaging.Writer, error) {
 // caller's own statements join the transaction. Commit stores the buffered
 // dispatches and commits; Rollback forgets them. The transaction ends when ctx
 // does.
+//
+// When ctx carries a transaction of the caller's (WithTransaction), the writer
+// joins it instead: see WithTransaction.
 func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
+	if tx := joinedTransaction(ctx); tx != nil {
+		if c.isClosed() {
+			return nil, fmt.Errorf("sqlmq: open commit writer: %w", messaging.ErrClosed)
+		}
+		if slot := messaging.TransactionSlotFrom(ctx); slot != nil {
+			slot.Tx = tx
+		}
+		return &joinedWriter{outbox: c.outbox, ctx: ctx, tx: tx}, nil
+	}
 	writer, err := c.begin(ctx)
 	if err != nil {
 		return nil, err

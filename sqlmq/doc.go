@@ -56,6 +56,10 @@
 // "?_pragma=busy_timeout(10000)"), because writers and the processor take
 // turns on the one write lock.
 //
+// A CommitWriter opened with WithTransaction(ctx, tx) joins tx, a transaction
+// of the caller's, instead of beginning one: Commit and Rollback of tx stay
+// the caller's.
+//
 // Connection.Writer (as opposed to CommitWriter) commits every Write in a
 // transaction of its own; Connection.Reader fails with ErrCannotRead.
 package sqlmq

@@ -91,7 +91,7 @@ func insertCommitted(ctx context.Context, db *sql.DB, d sqldialect.Dialect, s *s
 	if err != nil {
 		return nil, err
 	}
-	ids, _, err := s.insert(ctx, tx, dispatches, time.Now(), "test-owner", time.Now().Add(time.Hour))
+	ids, _, err := s.insert(ctx, tx, true, dispatches, time.Now(), "test-owner", time.Now().Add(time.Hour))
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, err

@@ -56,7 +56,7 @@ func TestEveryEnvelopeFieldSurvivesTheRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, _, err := s.insert(context.Background(), tx, []messaging.Dispatch{normalized}, time.Now(), "owner", time.Now().Add(time.Hour))
+	ids, _, err := s.insert(context.Background(), tx, true, []messaging.Dispatch{normalized}, time.Now(), "owner", time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

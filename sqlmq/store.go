@@ -277,6 +277,37 @@ func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause
 	return nil
 }
 
+// stored returns the rows of rows the table holds as written (their id with
+// their message id), in order: those a transaction the outbox did not end
+// committed. An id that holds another message (SQLite reuses the ids of a
+// transaction rolled back) is not the row.
+func (s *store) stored(ctx context.Context, rows []row) ([]row, error) {
+	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id FROM {t} WHERE id IN ("+sqldialect.Placeholders(len(rows))+")"), int64s(rowIDs(rows))...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlmq: read back %d outbox row(s): %w", len(rows), err)
+	}
+	defer func() { _ = result.Close() }()
+	found := map[int64]string{}
+	for result.Next() {
+		var id int64
+		var messageID string
+		if err := result.Scan(&id, &messageID); err != nil {
+			return nil, fmt.Errorf("sqlmq: read back an outbox row: %w", err)
+		}
+		found[id] = messageID
+	}
+	if err := result.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmq: read back %d outbox row(s): %w", len(rows), err)
+	}
+	var kept []row
+	for _, r := range rows {
+		if messageID, ok := found[r.id]; ok && messageID == r.dispatch.MessageID {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
+}
+
 // nextDue is the earliest time a row set aside after a failed publish may be
 // tried again (its lease end, with no owner), or zero when no row waits so.
 func (s *store) nextDue(ctx context.Context) (time.Time, error) {
