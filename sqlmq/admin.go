@@ -130,7 +130,7 @@ func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error
 	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
 		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?"), limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", s.table, err)
 	}
 	defer func() { _ = result.Close() }()
 	var pending []PendingMessage

@@ -36,7 +36,9 @@
 // ... FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL), and a periodic sweep
 // publishes rows whose lease expired, such as those of an instance that died.
 //
-// The library never creates its table: apply Schema (or TableSchema) with your
+// The outbox never creates its table by itself: call CreateSchema at start
+// (it creates what is missing, and nothing when all is there), or apply
+// Schema (or TableSchema), written CREATE ... IF NOT EXISTS, with your
 // migrations. Times in the table are microseconds since the Unix epoch, so the
 // outbox does not depend on a driver's time parsing or the server's time zone.
 //

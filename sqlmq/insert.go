@@ -231,7 +231,7 @@ func (s *store) insertChunk(ctx context.Context, tx execer, useShared bool, n in
 	} else {
 		var err error
 		if statement, err = tx.PrepareContext(ctx, s.insertQuery(n)); err != nil {
-			return nil, false, fmt.Errorf("prepare the insert (does the table exist? see sqlmq.Schema): %w", err)
+			return nil, false, fmt.Errorf("prepare the insert (does the table exist? see sqlmq.CreateSchema): %w", err)
 		}
 	}
 	defer func() { _ = statement.Close() }()

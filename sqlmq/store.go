@@ -323,7 +323,7 @@ func (s *store) nextDue(ctx context.Context) (time.Time, error) {
 func (s *store) countPending(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM {t} WHERE "+pendingCondition)).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlmq: count undispatched outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+		return 0, fmt.Errorf("sqlmq: count undispatched outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", s.table, err)
 	}
 	return n, nil
 }
