@@ -35,9 +35,9 @@ func TestIntegrationRowsBreakingAWireLimitNeverHoldUpTheRowsBehindThem(t *testin
 	t.Cleanup(func() { huge = nil; runtime.GC() })
 	for _, b := range backends[:2] { // MariaDB and PostgreSQL
 		t.Run(b.name, func(t *testing.T) {
+			mq := newBroker(t) // the broker lock before the database's
 			db := b.open(t)
 			table := outboxTable(t, b, db)
-			mq := newBroker(t)
 			exchange := mq.exchange("wire")
 			received := mq.consume(mq.queue("wire", exchange))
 			const limit = 1 << 20

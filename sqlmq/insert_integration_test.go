@@ -104,9 +104,9 @@ func insertCommitted(ctx context.Context, db *sql.DB, d sqldialect.Dialect, s *s
 // counted by id, and every row ends marked dispatched.
 func TestIntegrationAThousandRowsAcrossMultiRowCommitsArriveExactlyOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("multirow")
 		received := mq.consume(mq.queue("multirow", exchange))
 		outbox := newInstance(t, b, db, table, Options.ChannelBufferCapacity(64))

@@ -18,6 +18,7 @@ import (
 
 func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
 		business := "business_" + table
@@ -25,7 +26,6 @@ func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 			t.Fatalf("create the business table: %v", err)
 		}
 		t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + business) })
-		mq := newBroker(t)
 		exchange := mq.exchange("outbox")
 		received := mq.consume(mq.queue("outbox", exchange))
 		outbox := newInstance(t, b, db, table)
@@ -103,9 +103,9 @@ func awaitCount(t *testing.T, db interface {
 
 func TestIntegrationARecoveredRowPublishesWhatTheLivePathPublished(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("identity")
 		received := mq.consume(mq.queue("identity", exchange))
 
@@ -152,9 +152,9 @@ func delivered(d amqp.Delivery) map[string]any {
 
 func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("pair")
 		received := mq.consume(mq.queue("pair", exchange))
 		// The live instances hold their rows for long and sweep often; the one
@@ -205,9 +205,9 @@ func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne
 
 func TestIntegrationARowTheBrokerWillNeverTakeIsRetiredWhileLaterRowsPublish(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("good")
 		received := mq.consume(mq.queue("good", exchange))
 		unbound := mq.exchange("unbound")

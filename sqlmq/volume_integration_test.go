@@ -9,10 +9,10 @@ import (
 // Ten thousand messages in transactions of 1 to 100 on the primary dialect:
 // each arrives exactly once, and each transaction's messages in their order.
 func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
-	b := backends[0] // MariaDB
+	b := backends[0]   // MariaDB
+	mq := newBroker(t) // the broker lock before the database's
 	db := b.open(t)
 	table := outboxTable(t, b, db)
-	mq := newBroker(t)
 	exchange := mq.exchange("volume")
 	received := mq.consume(mq.queue("volume", exchange))
 	outbox := newInstance(t, b, db, table)
