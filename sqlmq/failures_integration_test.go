@@ -27,9 +27,8 @@ func TestIntegrationARowTheBrokerNacksForEverIsCountedAndRetired(t *testing.T) {
 		received := mq.consume(mq.queue("good", good))
 		full := mq.exchange("full")
 		mq.queueWith("full", full, amqp.Table{"x-max-length": 0, "x-overflow": "reject-publish"})
-		monitor := &fakeMonitor{}
-		outbox := newInstance(t, b, db, table, Options.Monitor(monitor),
-			Options.RetryPolicy(retrypolicy.Fixed(3, 50*time.Millisecond)))
+		outbox := newInstance(t, b, db, table, Options.RetryPolicy(retrypolicy.Fixed(3, 50*time.Millisecond)))
+		monitor := outbox.monitor
 		outbox.listen(t)
 
 		nacked := dispatchesTo(full, messageIDs("nacked", 1)...)
@@ -67,9 +66,9 @@ func TestIntegrationOnlyAnExchangeNamedToDropUnroutableRowsLetsThemGo(t *testing
 	table := outboxTable(t, b, db)
 	unbound, optional := mq.exchange("unbound"), mq.exchange("optional")
 	log := newLogRecorder()
-	monitor := &fakeMonitor{}
-	outbox := newInstance(t, b, db, table, Options.Logger(slog.New(log)), Options.Monitor(monitor),
+	outbox := newInstance(t, b, db, table, Options.Logger(slog.New(log)),
 		Options.DropUnroutable(optional), Options.RetryPolicy(retrypolicy.Fixed(2, 50*time.Millisecond)))
+	monitor := outbox.monitor
 	outbox.listen(t)
 
 	kept := dispatchesTo(unbound, "kept-"+messaging.NewID())

@@ -203,6 +203,16 @@ func (m *fakeMonitor) Await(t testing.TB, bound time.Duration, what string, done
 	}
 }
 
+// changes is what fires at the next callback.
+func (m *fakeMonitor) changes() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
+}
+
 func (m *fakeMonitor) counts() (stored, published, confirmed, retired int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -31,10 +31,9 @@ func newCommitInDoubt(t *testing.T, options ...Option) *commitInDoubt {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = proxied.Close() })
-	monitor := &fakeMonitor{}
 	// The processor never runs: what is in doubt is the commit, not the publish.
-	outbox := newInstance(t, b, proxied, table, append([]Option{Options.Monitor(monitor)}, options...)...)
-	return &commitInDoubt{db: db, table: table, cutter: cutter, monitor: monitor, outbox: outbox}
+	outbox := newInstance(t, b, proxied, table, options...)
+	return &commitInDoubt{db: db, table: table, cutter: cutter, monitor: outbox.monitor, outbox: outbox}
 }
 
 // stored counts the rows of ids in the table.

@@ -138,9 +138,8 @@ func TestIntegrationAThousandRowsAcrossMultiRowCommitsArriveExactlyOnce(t *testi
 		for err := range errs {
 			t.Fatal(err)
 		}
-		received.await(all...)
-		var dispatched int
-		awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all), &dispatched)
+		received.awaitArrival(db, table, all...)
+		awaitDispatched(t, db, table, len(all), outbox)
 		outbox.stop(t)
 		_, count := received.snapshot()
 		for _, id := range all {

@@ -28,7 +28,7 @@ func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
 		outbox.commit(t, dispatchesTo(exchange, all[first:first+size]...)...)
 		first += size
 	}
-	received.await(all...)
+	received.awaitArrival(db, table, all...)
 	t.Logf("%d messages in %d transactions published and received in %s", len(all), len(transactions), time.Since(start))
 
 	order, count := received.snapshot()
@@ -50,6 +50,5 @@ func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
 			}
 		}
 	}
-	var dispatched int
-	awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all), &dispatched)
+	awaitDispatched(t, db, table, len(all), outbox)
 }
