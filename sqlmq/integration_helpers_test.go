@@ -239,14 +239,20 @@ func (b *broker) consume(queue string) *consumer {
 // messages keep arriving (see awaitProgress).
 func (c *consumer) await(ids ...string) {
 	c.t.Helper()
-	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), func() (bool, string) {
+	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), c.arrived(ids), c.changes, c.queueState)
+}
+
+// arrived is the status of a wait for ids: done when each arrived, and how
+// many did.
+func (c *consumer) arrived(ids []string) func() (bool, string) {
+	return func() (bool, string) {
 		missing := c.missing(ids)
 		if len(missing) == 0 {
 			return true, ""
 		}
 		return false, fmt.Sprintf("%d of %d arrived, %d delivery(ies) in all; the first missing: %s",
 			len(ids)-len(missing), len(ids), c.deliveryCount(), strings.Join(missing[:min(3, len(missing))], ", "))
-	}, c.changes)
+	}
 }
 
 // missing returns the ids that have not arrived.
@@ -446,14 +452,8 @@ func tableState(db *sql.DB, table string) string {
 // outbox table's rows are and what the queue holds.
 func (c *consumer) awaitArrival(db *sql.DB, table string, ids ...string) {
 	c.t.Helper()
-	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), func() (bool, string) {
-		missing := c.missing(ids)
-		if len(missing) == 0 {
-			return true, ""
-		}
-		return false, fmt.Sprintf("%d of %d arrived, %d delivery(ies) in all; the first missing: %s",
-			len(ids)-len(missing), len(ids), c.deliveryCount(), strings.Join(missing[:min(3, len(missing))], ", "))
-	}, c.changes, func() string { return tableState(db, table) }, c.queueState)
+	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), c.arrived(ids), c.changes,
+		func() string { return tableState(db, table) }, c.queueState)
 }
 
 // queueState says what the broker holds in the consumer's queue, and whether
