@@ -14,7 +14,8 @@ import (
 var ErrCannotRead = errors.New("sqlmq: the outbox cannot read; open readers on the transport connector, not on the outbox")
 
 type connector struct {
-	outbox *outbox
+	outbox    *outbox
+	transport messaging.Connector // what the processor publishes through
 
 	mu     sync.Mutex
 	closed bool
@@ -36,6 +37,10 @@ func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	c.open[conn] = struct{}{}
 	return conn, nil
 }
+
+// Unwrap returns the transport the outbox publishes through, so
+// messaging.As finds its capabilities through the outbox.
+func (c *connector) Unwrap() messaging.Connector { return c.transport }
 
 // Close closes every connection still open, rolling back their uncommitted
 // transactions, and releases the outbox's prepared insert. It does not close

@@ -53,7 +53,7 @@ func New(transport messaging.Connector, options ...Option) (messaging.Connector,
 		c.newPublisher = func() publisher { return batch.New(transport) }
 	}
 	o := newOutbox(c)
-	return &connector{outbox: o, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{})}
+	return &connector{outbox: o, transport: transport, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{})}
 }
 
 func newOutbox(c config) *outbox {

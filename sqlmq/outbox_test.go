@@ -11,6 +11,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestOutboxFixture(t *testing.T) {
@@ -197,3 +198,17 @@ func (f *OutboxFixture) TestADispatchBreakingAWireLimitIsRefusedBeforeAnythingIs
 		f.So(h.count("1=1"), should.Equal, 1)
 	})
 }
+
+// The outbox hides no capability of the transport it publishes through.
+func TestTheOutboxConnectorUnwrapsToItsTransport(t *testing.T) {
+	transport := declaringConnector{}
+	connector, processor := New(transport, Options.StorageHandle(openSQLite(t)), Options.Dialect(sqldialect.SQLite))
+	defer func() { _ = processor.Close() }()
+	if _, ok := messaging.As[interface{ Declares() }](connector); !ok {
+		t.Fatal("messaging.As does not find the transport's capability through the outbox")
+	}
+}
+
+type declaringConnector struct{ messaging.Connector }
+
+func (declaringConnector) Declares() {}
