@@ -96,8 +96,8 @@ type config struct {
 	readAhead func(after int64)
 }
 
-// StorageHandle is the database holding the outbox table. It (or DataSource) is
-// required. The outbox never closes a handle it was given.
+// StorageHandle is the database holding the outbox table. The outbox never
+// closes a handle it was given. Default: none; it or DataSource is required.
 func (OptionSet) StorageHandle(db *sql.DB) Option {
 	return func(c *config) { c.db, c.ownsDB = db, false }
 }
