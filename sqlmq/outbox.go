@@ -69,14 +69,6 @@ func newOutbox(c config) *outbox {
 	}
 }
 
-func (o *outbox) expect(rows []row) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, r := range rows {
-		o.expected[r.id] = struct{}{}
-	}
-}
-
 func (o *outbox) forget(rows []row) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
