@@ -16,7 +16,7 @@ type Admin struct {
 	err   error
 }
 
-// RetiredMessage is a row retired after MaxAttempts failed publishes, or at
+// RetiredMessage is a row retired when its retry policy gave up, or at
 // once because it can never be published (a wire limit). It is kept, not
 // deleted, until an operator releases it.
 type RetiredMessage struct {
@@ -33,8 +33,8 @@ type RetiredMessage struct {
 
 // NewAdmin returns an Admin over the outbox table in db. It honours the Dialect
 // and Table options; the others are ignored.
-func NewAdmin(db *sql.DB, options ...option) *Admin {
-	config := newConfiguration(append([]option{Options.StorageHandle(db)}, options...))
+func NewAdmin(db *sql.DB, options ...Option) *Admin {
+	config := newConfig(append([]Option{Options.StorageHandle(db)}, options...))
 	return &Admin{store: newStore(config.db, config.dialect, config.table), err: config.err}
 }
 
@@ -130,7 +130,7 @@ func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error
 	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
 		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?"), limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", s.table, err)
 	}
 	defer func() { _ = result.Close() }()
 	var pending []PendingMessage

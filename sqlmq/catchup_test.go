@@ -22,30 +22,32 @@ type CatchUpFixture struct {
 }
 
 func (f *CatchUpFixture) TestARowCommittedBelowTheCursorIsPublishedBeforeHandoffsResume() {
-	db := openSQLite(tb(f))
-	h := newHarness(tb(f), db, Options.ChannelBufferCapacity(1), Options.PageSize(1))
-	f.So(h.Commit(message("a")), should.BeNil)   // id 1, in the channel
-	f.So(h.Commit(message("gap")), should.BeNil) // id 2, left in the table
-	_, err := db.Exec("DELETE FROM Messages WHERE message_id = 'gap'")
-	f.So(err, should.BeNil)
-	f.So(h.Commit(messages("c", "d")...), should.BeNil) // ids 3 and 4, in the table
+	inBubble(f, func(t *testing.T) {
+		db := openSQLite(t)
+		h := newHarness(t, db, Options.ChannelBufferCapacity(1), Options.PageSize(1))
+		f.So(h.Commit(message("a")), should.BeNil)   // id 1, in the channel
+		f.So(h.Commit(message("gap")), should.BeNil) // id 2, left in the table
+		_, err := db.Exec("DELETE FROM Messages WHERE message_id = 'gap'")
+		f.So(err, should.BeNil)
+		f.So(h.Commit(messages("c", "d")...), should.BeNil) // ids 3 and 4, in the table
 
-	h.publisher.gate = make(chan struct{})
-	h.Listen()
-	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"a"})
-	h.publisher.gate <- struct{}{}
-	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"c"}) // the pass is past id 3
+		h.publisher.gate = make(chan struct{})
+		h.Listen()
+		f.So(ids(h.publisher.Next(t)), should.Equal, []string{"a"})
+		h.publisher.gate <- struct{}{}
+		f.So(ids(h.publisher.Next(t)), should.Equal, []string{"c"}) // the pass is past id 3
 
-	// Row 2 commits late, below the cursor, leased to this instance like c.
-	rest := strings.TrimPrefix(columns, "message_id, ")
-	_, err = db.Exec("INSERT INTO Messages (id, " + columns + ", lease_owner, lease_until_us) SELECT 2, 'late', " + rest +
-		", lease_owner, lease_until_us FROM Messages WHERE message_id = 'c'")
-	f.So(err, should.BeNil)
-	close(h.publisher.gate)
-	h.monitor.AwaitConfirmed(tb(f), 4)
-	h.log.Await(tb(f), "commits hand their messages to it again")
-	f.So(h.publisher.Published(), should.Equal, []string{"a", "c", "d", "late"})
-	f.So(h.count("dispatched_us IS NULL"), should.Equal, 0)
+		// Row 2 commits late, below the cursor, leased to this instance like c.
+		rest := strings.TrimPrefix(columns, "message_id, ")
+		_, err = db.Exec("INSERT INTO Messages (id, " + columns + ", lease_owner, lease_until_us) SELECT 2, 'late', " + rest +
+			", lease_owner, lease_until_us FROM Messages WHERE message_id = 'c'")
+		f.So(err, should.BeNil)
+		close(h.publisher.gate)
+		h.monitor.AwaitConfirmed(t, 4)
+		h.log.Await(t, "commits hand their messages to it again")
+		f.So(h.publisher.Published(), should.Equal, []string{"a", "c", "d", "late"})
+		f.So(h.count("dispatched_us IS NULL"), should.Equal, 0)
+	})
 }
 
 // A full page of a pass has the next page read while it is published, so the
@@ -54,26 +56,28 @@ func (f *CatchUpFixture) TestARowCommittedBelowTheCursorIsPublishedBeforeHandoff
 // published, are published all the same (they are leased to this instance:
 // a real deletion does not happen).
 func (f *CatchUpFixture) TestTheNextPageIsReadWhileAFullPageIsPublished() {
-	db := openSQLite(tb(f))
-	readAhead := make(chan int64, 10)
-	h := newHarness(tb(f), db, Options.ChannelBufferCapacity(1), Options.PageSize(2),
-		func(c *configuration) { c.readAhead = func(after int64) { readAhead <- after } })
-	f.So(h.Commit(message("a")), should.BeNil)                    // id 1, in the channel
-	f.So(h.Commit(messages("b", "c", "d", "e")...), should.BeNil) // ids 2-5, in the table
+	inBubble(f, func(t *testing.T) {
+		db := openSQLite(t)
+		readAhead := make(chan int64, 10)
+		h := newHarness(t, db, Options.ChannelBufferCapacity(1), Options.PageSize(2),
+			func(c *config) { c.readAhead = func(after int64) { readAhead <- after } })
+		f.So(h.Commit(message("a")), should.BeNil)                    // id 1, in the channel
+		f.So(h.Commit(messages("b", "c", "d", "e")...), should.BeNil) // ids 2-5, in the table
 
-	h.publisher.gate = make(chan struct{})
-	h.Listen()
-	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"a"})
-	h.publisher.gate <- struct{}{}
-	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"b", "c"})
-	select {
-	case after := <-readAhead:
-		f.So(after, should.Equal, 3)
-	case <-time.After(testBound):
-		f.So("the page after id 3 was not read while b and c were published", should.BeEmpty)
-	}
-	_, err := db.Exec("DELETE FROM Messages WHERE message_id IN ('d', 'e')")
-	f.So(err, should.BeNil)
-	close(h.publisher.gate)
-	f.So(ids(h.publisher.Next(tb(f))), should.Equal, []string{"d", "e"})
+		h.publisher.gate = make(chan struct{})
+		h.Listen()
+		f.So(ids(h.publisher.Next(t)), should.Equal, []string{"a"})
+		h.publisher.gate <- struct{}{}
+		f.So(ids(h.publisher.Next(t)), should.Equal, []string{"b", "c"})
+		select {
+		case after := <-readAhead:
+			f.So(after, should.Equal, 3)
+		case <-time.After(testBound):
+			f.So("the page after id 3 was not read while b and c were published", should.BeEmpty)
+		}
+		_, err := db.Exec("DELETE FROM Messages WHERE message_id IN ('d', 'e')")
+		f.So(err, should.BeNil)
+		close(h.publisher.gate)
+		f.So(ids(h.publisher.Next(t)), should.Equal, []string{"d", "e"})
+	})
 }

@@ -3,8 +3,6 @@ package sqlmq
 import (
 	"context"
 	"errors"
-	"net"
-	"syscall"
 
 	"github.com/warrenmq/messaging"
 )
@@ -24,9 +22,13 @@ const (
 	refused
 	// unpublishable: the row can never travel on AMQP (a wire limit).
 	unpublishable
-	// passing: the broker could not take the message now (a nack, say a full
-	// queue with reject-publish); it says nothing against the message.
-	passing
+	// nacked: the broker negatively acknowledged the message (a queue that
+	// is full and rejects publishes, say). It is counted like a refusal: a
+	// queue that nacks for ever must not hold the row for ever unseen.
+	nacked
+	// lost: the connection or channel closed under the row published alone,
+	// for no refusal of its own: an outage, never a verdict on the message.
+	lost
 )
 
 // outcome is a row's verdict and the error behind it.
@@ -102,9 +104,11 @@ func judge(err error, alone bool) outcome {
 	case errors.Is(err, messaging.ErrUnroutable):
 		return outcome{verdict: refused, cause: err}
 	case errors.Is(err, messaging.ErrRefused):
-		return outcome{verdict: passing, cause: err}
+		return outcome{verdict: nacked, cause: err}
 	case alone && channelRefusal(err):
 		return outcome{verdict: refused, cause: err}
+	case alone && messaging.IsConnectionLost(err):
+		return outcome{verdict: lost, cause: err}
 	}
 	return outcome{verdict: unknown, cause: err}
 }
@@ -136,38 +140,22 @@ const (
 	replyUnexpectedFrame = 505
 )
 
-// unreachable reports an error that says the broker cannot be used at all
-// now, whatever is published: it cannot be reached, it has paused publishing
-// (a memory or disk alarm), it is not keeping up, the transport is closed, or
-// the processor is stopping. Nothing is counted against a row for it; the
-// rows wait in order and are published again after RetryTimeout.
-func unreachable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
+// held reports whether a failed publish says nothing about its rows, so
+// they wait in order and are published again after RetryDelay, with nothing
+// counted against any of them: the processor is stopping; the failure has no
+// account row by row and is no refusal of what was published (the
+// connection could not be opened, or was gone before anything was sent); or
+// it is an outage that the broker announced rather than a connection lost
+// under the write (publishing paused by an alarm, the window of unconfirmed
+// publishes full). A connection or channel that closed under the write, with
+// each row accounted for, is not held: the broker closes a channel for what
+// one message held (a missing exchange, a message over its size limit), and
+// isolation publishes the rows again in halves to find it.
+func held(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || !isolable(err) {
 		return true
 	}
-	// A connection that was already gone before anything was published
-	// (ErrClosed without an account of the rows) says nothing of them; one
-	// that closed under the write, with each row accounted for, is what
-	// isolation looks into.
-	var publishErr *messaging.PublishError
-	if errors.Is(err, messaging.ErrClosed) && !errors.As(err, &publishErr) {
-		return true
-	}
-	for _, sentinel := range []error{
-		messaging.ErrPublishingPaused, messaging.ErrConnectTimeout, messaging.ErrTooManyOutstanding,
-		syscall.ECONNREFUSED, syscall.EHOSTUNREACH, syscall.ENETUNREACH,
-		context.Canceled, context.DeadlineExceeded,
-	} {
-		if errors.Is(err, sentinel) {
-			return true
-		}
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return true
-	}
-	var dnsErr *net.DNSError
-	return errors.As(err, &dnsErr)
+	return messaging.IsOutage(err) && !messaging.IsConnectionLost(err)
 }
 
 // isolable reports whether a failed publish of several rows may have been

@@ -54,10 +54,10 @@ func TestClassifyLeavesARowWhoseResultNamesAnotherMessageUnknown(t *testing.T) {
 	sameVerdicts(t, "foreign result", got, unknown)
 }
 
-func TestClassifyTreatsANackAsPassing(t *testing.T) {
+func TestClassifyTellsANackApart(t *testing.T) {
 	rows := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
 	got := classify(rows, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrRefused}}})
-	sameVerdicts(t, "nack", got, passing)
+	sameVerdicts(t, "nack", got, nacked)
 }
 
 // A channel-level exception ends the channel for every message pipelined after
@@ -69,14 +69,14 @@ func TestClassifyBlamesAChannelRefusalOnlyOnARowPublishedAlone(t *testing.T) {
 	three := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}, {dispatch: messaging.Dispatch{MessageID: "b"}}, {dispatch: messaging.Dispatch{MessageID: "c"}}}
 	all := &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}, {MessageID: "b", Err: tooLarge}, {MessageID: "c", Err: tooLarge}}}
 	sameVerdicts(t, "pipelined", classify(three, all), unknown, unknown, unknown)
-	if !isolable(all) || unreachable(context.Background(), all) {
+	if !isolable(all) || held(context.Background(), all) {
 		t.Fatalf("a batch the broker closed the channel on must be isolated, not waited out")
 	}
 
 	alone := three[:1]
 	sameVerdicts(t, "alone", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: tooLarge}}}), refused)
 	sameVerdicts(t, "alone, missing exchange, no account", classify(alone, &messaging.BrokerError{Code: messaging.ReplyNotFound, Text: "NOT_FOUND - no exchange"}), refused)
-	sameVerdicts(t, "alone, connection lost", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrArrivalUnknown}}}), unknown)
+	sameVerdicts(t, "alone, connection lost", classify(alone, &messaging.PublishError{Results: []messaging.PublishResult{{MessageID: "a", Err: messaging.ErrArrivalUnknown}}}), lost)
 }
 
 func TestClassifyMarksAWireLimitUnpublishable(t *testing.T) {
@@ -102,17 +102,17 @@ func TestAnOutageIsRecognisedAndIsNotIsolated(t *testing.T) {
 		fmt.Errorf("connect did not complete: %w", messaging.ErrConnectTimeout),
 		fmt.Errorf("%w", messaging.ErrClosed),
 	} {
-		if !unreachable(context.Background(), err) {
-			t.Errorf("%v: want unreachable", err)
+		if !held(context.Background(), err) {
+			t.Errorf("%v: want held", err)
 		}
 	}
 	reset := fmt.Errorf("batch writer: open commit writer: %w", syscall.ECONNRESET)
-	if unreachable(context.Background(), reset) || isolable(reset) {
+	if !held(context.Background(), reset) || isolable(reset) {
 		t.Errorf("%v: a failure before publishing is the broker's, to be waited out without isolating", reset)
 	}
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	if !unreachable(ended, errors.New("anything")) {
+	if !held(ended, errors.New("anything")) {
 		t.Errorf("a stopping processor must not count or isolate")
 	}
 }
@@ -124,6 +124,6 @@ func TestClassifyReadsTheReplyCodeNotTheText(t *testing.T) {
 	alone := []row{{dispatch: messaging.Dispatch{MessageID: "a"}}}
 	frame := &messaging.BrokerError{Code: 501, Text: "FRAME_ERROR - type 2, all octets = <<>>"}
 	sameVerdicts(t, "frame error", classify(alone, fmt.Errorf("publish: %w", frame)), refused)
-	sameVerdicts(t, "forced close", classify(alone, &messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED - closed"}), unknown)
+	sameVerdicts(t, "forced close", classify(alone, &messaging.BrokerError{Code: 320, Text: "CONNECTION_FORCED - closed"}), lost)
 	sameVerdicts(t, "text only", classify(alone, errors.New("NOT_FOUND - no exchange 'x' in vhost '/'")), unknown)
 }

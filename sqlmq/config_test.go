@@ -3,6 +3,7 @@ package sqlmq
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/smarty/assertions/should"
 	"github.com/smarty/gunit"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
@@ -22,9 +24,9 @@ type ConfigFixture struct {
 }
 
 func (f *ConfigFixture) TestZeroAndNegativeValuesMeanTheDefaults() {
-	c := newConfiguration([]option{
-		Options.StorageHandle(&sql.DB{}), Options.ChannelBufferCapacity(-1), Options.RetryTimeout(0),
-		Options.MaxPayload(-1), Options.MaxAttempts(-3),
+	c := newConfig([]Option{
+		Options.StorageHandle(&sql.DB{}), Options.ChannelBufferCapacity(-1), Options.RetryDelay(0),
+		Options.MaxPayload(-1), Options.RetryPolicy(retrypolicy.Policy{}),
 		Options.PageSize(0), Options.LeaseTimeout(0), Options.Retention(-1), Options.PruneBatchSize(0),
 		Options.PruneInterval(0), Options.ShutdownTimeout(0),
 	})
@@ -35,7 +37,8 @@ func (f *ConfigFixture) TestZeroAndNegativeValuesMeanTheDefaults() {
 	f.So(c.retry, should.Equal, 5*time.Second)
 	f.So(c.isolation, should.Equal, sql.LevelReadCommitted)
 	f.So(c.maxPayload, should.Equal, 128<<20)
-	f.So(c.maxAttempt, should.Equal, 10)
+	f.So(c.policy, should.Equal, DefaultRetryPolicy())
+	f.So(c.policy.MaxAttempts(), should.Equal, 10)
 	f.So(c.pageSize, should.Equal, DefaultPageSize)
 	f.So(c.lease, should.Equal, DefaultLeaseTimeout)
 	f.So(c.sweep, should.Equal, DefaultLeaseTimeout/2)
@@ -68,12 +71,19 @@ func (f *ConfigFixture) TestAnUnsafeTableNameIsRefused() {
 
 func (f *ConfigFixture) TestEachDialectHasItsSchemaAndTableSchemaRenamesTableAndIndexes() {
 	for _, d := range []sqldialect.Dialect{sqldialect.MySQL, sqldialect.PostgreSQL, sqldialect.SQLite} {
-		f.So(Schema(d), should.ContainSubstring, "CREATE TABLE Messages (")
+		f.So(Schema(d), should.ContainSubstring, "CREATE TABLE IF NOT EXISTS Messages (")
 		ddl, err := TableSchema(d, "app.outbox")
 		f.So(err, should.BeNil)
-		f.So(ddl, should.ContainSubstring, "CREATE TABLE app.outbox (")
-		f.So(ddl, should.ContainSubstring, "CREATE INDEX ix_outbox_pending ON app.outbox")
+		f.So(ddl, should.ContainSubstring, "CREATE TABLE IF NOT EXISTS app.outbox (")
+		for _, index := range outboxIndexes("app.outbox") {
+			declared := "INDEX " + index.Name + " (" + strings.Join(index.Columns, ", ") + ")"
+			if !d.IsMySQL() {
+				declared = d.CreateIndex(index)
+			}
+			f.So(ddl, should.ContainSubstring, declared) // the DDL and CreateSchema name the same indexes
+		}
 		f.So(strings.Contains(ddl, "Messages"), should.BeFalse)
+		f.So(strings.Contains(ddl, "CREATE INDEX ix_"), should.BeFalse) // every index only when missing
 	}
 	f.So(Schema(sqldialect.Dialect{}), should.Equal, Schema(sqldialect.MySQL))
 	f.So(Schema(sqldialect.PostgreSQL), should.ContainSubstring, "bytea")
@@ -101,4 +111,11 @@ func (f *ConfigFixture) TestDataSourceOpensTheDatabaseAndTheProcessorClosesIt() 
 	f.So(processor.Close(), should.BeNil)
 	_, err = connection.CommitWriter(context.Background())
 	f.So(err, should.NotBeNil) // the handle the outbox opened is closed
+}
+
+func (f *ConfigFixture) TestAnInvalidRetryPolicyIsRefused() {
+	connector, _ := New(nil, Options.StorageHandle(&sql.DB{}), Options.RetryPolicy(retrypolicy.Fixed(0, time.Second)))
+	_, err := connector.Connect(context.Background())
+	f.So(errors.Is(err, retrypolicy.ErrInvalid), should.BeTrue)
+	f.So(err.Error(), should.StartWith, "sqlmq: Options.RetryPolicy: ")
 }

@@ -14,7 +14,8 @@ import (
 var ErrCannotRead = errors.New("sqlmq: the outbox cannot read; open readers on the transport connector, not on the outbox")
 
 type connector struct {
-	outbox *outbox
+	outbox    *outbox
+	transport messaging.Connector // what the processor publishes through
 
 	mu     sync.Mutex
 	closed bool
@@ -36,6 +37,10 @@ func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	c.open[conn] = struct{}{}
 	return conn, nil
 }
+
+// Unwrap returns the transport the outbox publishes through, so
+// messaging.As finds its capabilities through the outbox.
+func (c *connector) Unwrap() messaging.Connector { return c.transport }
 
 // Close closes every connection still open, rolling back their uncommitted
 // transactions, and releases the outbox's prepared insert. It does not close
@@ -90,7 +95,19 @@ func (c *connection) Writer(context.Context) (messaging.Writer, error) {
 // caller's own statements join the transaction. Commit stores the buffered
 // dispatches and commits; Rollback forgets them. The transaction ends when ctx
 // does.
+//
+// When ctx carries a transaction of the caller's (WithTransaction), the writer
+// joins it instead: see WithTransaction.
 func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
+	if tx := joinedTransaction(ctx); tx != nil {
+		if c.isClosed() {
+			return nil, fmt.Errorf("sqlmq: open commit writer: %w", messaging.ErrClosed)
+		}
+		if slot := messaging.TransactionSlotFrom(ctx); slot != nil {
+			slot.Tx = tx
+		}
+		return &joinedWriter{outbox: c.outbox, ctx: ctx, tx: tx}, nil
+	}
 	writer, err := c.begin(ctx)
 	if err != nil {
 		return nil, err

@@ -46,8 +46,7 @@ func TestIntegrationTheBacklogDrainsAfterTheBrokerBlocksAndDropsEveryConnection(
 	received := newBrokerAt(t, url).consume(queue)
 	received.await(all...)
 	t.Logf("%s: everything arrived", time.Since(start))
-	var dispatched int
-	awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all), &dispatched)
+	awaitDispatched(t, db, table, len(all), outbox)
 	_, count := received.snapshot()
 	duplicates := 0
 	for _, id := range all {

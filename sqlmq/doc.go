@@ -23,10 +23,11 @@
 // No row holds up the others. A row that can never travel on AMQP is retired
 // before it is published; a batch that fails in a way one row may have caused
 // is published again in halves; a row whose own publish failed (the broker
-// refused it, or it failed alone while others published) is set aside with
-// its attempts and last error, tried again after RetryTimeout, and retired at
-// MaxAttempts. An outage (broker unreachable, publishing paused) counts
-// nothing: the rows wait in order. Retired rows are kept, listed by
+// refused or nacked it, or it failed alone for a reason that is not an
+// outage) is set aside with its attempts and last error, tried again after
+// its RetryPolicy's delay, and retired when the policy gives up. An outage
+// (broker unreachable, publishing paused, a connection lost under a publish)
+// counts nothing: the rows wait in order, or are set aside uncounted. Retired rows are kept, listed by
 // Admin.Retired and released by Admin.Release; Admin.Pending shows the rows
 // waiting and why. Nothing is deleted unpublished; dispatched rows are pruned
 // after Retention.
@@ -35,12 +36,16 @@
 // ... FOR UPDATE SKIP LOCKED on MySQL and PostgreSQL), and a periodic sweep
 // publishes rows whose lease expired, such as those of an instance that died.
 //
-// The library never creates its table: apply Schema (or TableSchema) with your
+// The outbox never creates its table by itself: call CreateSchema at start
+// (it creates what is missing, and nothing when all is there), or apply
+// Schema (or TableSchema), written CREATE ... IF NOT EXISTS, with your
 // migrations. Times in the table are microseconds since the Unix epoch, so the
 // outbox does not depend on a driver's time parsing or the server's time zone.
 //
 // What the outbox fixes at store time: MessageID (messaging.NewID when empty),
-// FirstSeen and Timestamp (now when zero), Mandatory (always true). Header
+// FirstSeen and Timestamp (now when zero). Every row is published mandatory:
+// a message that reaches no queue stays in the outbox, counted as a failed
+// publish of the row, unless Options.DropUnroutable names its exchange. Header
 // values must be what an AMQP table carries (a nested map[string]any is stored
 // as an amqp091.Table); names in the reserved x-acemq- namespace are refused.
 // Write refuses, with messaging.ErrWireLimit, any dispatch whose fields AMQP
@@ -52,6 +57,10 @@
 // On SQLite, open the database with a busy timeout (for modernc.org/sqlite,
 // "?_pragma=busy_timeout(10000)"), because writers and the processor take
 // turns on the one write lock.
+//
+// A CommitWriter opened with WithTransaction(ctx, tx) joins tx, a transaction
+// of the caller's, instead of beginning one: Commit and Rollback of tx stay
+// the caller's.
 //
 // Connection.Writer (as opposed to CommitWriter) commits every Write in a
 // transaction of its own; Connection.Reader fails with ErrCannotRead.

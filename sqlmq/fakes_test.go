@@ -9,16 +9,21 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/smarty/gunit"
 	_ "modernc.org/sqlite"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
-const testBound = 10 * time.Second // how long a test waits for an event that must happen
+// testBound is how long a test waits for an event that must happen, on the
+// bubble's clock: waiting costs no real time there, and the longest wait of a
+// test (the retry policies of a few attempts) fits well within it.
+const testBound = time.Minute
 
 // openSQLite returns a fresh SQLite database with the outbox table.
 func openSQLite(t testing.TB) *sql.DB {
@@ -52,128 +57,21 @@ func applySchema(t testing.TB, db *sql.DB, d sqldialect.Dialect, table string) {
 	}
 }
 
-// fakeClock hands out timers that fire only when the test fires them, except
-// those of instant or less, which have fired already.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	timers  []*fakeTimer
-	changed chan struct{}
-	instant time.Duration
+// inBubble runs test in a synctest bubble on the fixture's test: the
+// outbox's timers run on the bubble's clock, which moves only when every
+// goroutine of the test waits, so a test sees a retry, a sweep or a linger
+// happen exactly when it is due, and at once. Open the databases and the
+// harness inside it (with its t).
+func inBubble(f interface{ T() gunit.TestingT }, test func(t *testing.T)) {
+	synctest.Test(f.T().(*testing.T), test)
 }
 
-type fakeTimer struct {
-	d     time.Duration
-	c     chan time.Time
-	fired bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC), changed: make(chan struct{})}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-// Instant makes timers of d or less fire at once (0: none).
-func (c *fakeClock) Instant(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.instant = d
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d <= c.instant {
-		fired := make(chan time.Time, 1)
-		fired <- c.now
-		return fired
-	}
-	timer := &fakeTimer{d: d, c: make(chan time.Time, 1)}
-	c.timers = append(c.timers, timer)
-	close(c.changed)
-	c.changed = make(chan struct{})
-	return timer.c
-}
-
-// Await blocks until a timer of d is waiting, and fails the test otherwise.
-func (c *fakeClock) Await(t testing.TB, d time.Duration) {
-	t.Helper()
-	deadline := time.After(testBound)
-	for {
-		c.mu.Lock()
-		for _, timer := range c.timers {
-			if timer.d == d && !timer.fired {
-				c.mu.Unlock()
-				return
-			}
-		}
-		changed := c.changed
-		c.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("no timer of %s was started within %s", d, testBound)
-		}
-	}
-}
-
-// AwaitTimers blocks until n timers of d have been started (fired or not), and
-// fails the test otherwise.
-func (c *fakeClock) AwaitTimers(t testing.TB, d time.Duration, n int) {
-	t.Helper()
-	deadline := time.After(testBound)
-	for {
-		c.mu.Lock()
-		started := 0
-		for _, timer := range c.timers {
-			if timer.d == d {
-				started++
-			}
-		}
-		changed := c.changed
-		c.mu.Unlock()
-		if started >= n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("%d of %d timers of %s were started within %s", started, n, d, testBound)
-		}
-	}
-}
-
-// Fire fires every waiting timer of d and returns how many it fired.
-func (c *fakeClock) Fire(d time.Duration) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, timer := range c.timers {
-		if timer.d == d && !timer.fired {
-			timer.fired = true
-			timer.c <- c.now
-			n++
-		}
-	}
-	return n
-}
-
-// AwaitFire waits for a timer of d and fires it.
-func (c *fakeClock) AwaitFire(t testing.TB, d time.Duration) {
-	t.Helper()
-	c.Await(t, d)
-	c.Fire(d)
+// elapse lets d pass on the bubble's clock: every timer due meanwhile fires,
+// in order, and the caller goes on once the others wait again. Inside a
+// bubble it takes no real time.
+func elapse(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
 // fakePublisher records writes; script decides each write's outcome and gate,
@@ -244,54 +142,75 @@ func (p *fakePublisher) Published() []string {
 	return ids
 }
 
-// fakeMonitor counts every callback.
+// fakeMonitor counts every callback and signals each one.
 type fakeMonitor struct {
 	mu                                    sync.Mutex
 	changed                               chan struct{}
 	stored, published, confirmed, retired int
 	marks                                 int // MessageConfirmed calls: one per UPDATE
 	lags                                  []time.Duration
+	inDoubt                               []string // CommitInDoubt calls: "stored err"
 }
 
-func (m *fakeMonitor) MessageStored(n int)    { m.mu.Lock(); m.stored += n; m.mu.Unlock() }
-func (m *fakeMonitor) MessagePublished(n int) { m.mu.Lock(); m.published += n; m.mu.Unlock() }
-func (m *fakeMonitor) MessageConfirmed(n int) {
+func (m *fakeMonitor) MessageStored(n int)    { m.count(func() { m.stored += n }) }
+func (m *fakeMonitor) MessagePublished(n int) { m.count(func() { m.published += n }) }
+func (m *fakeMonitor) MessageConfirmed(n int) { m.count(func() { m.confirmed += n; m.marks++ }) }
+func (m *fakeMonitor) MessageRetired(n int)   { m.count(func() { m.retired += n }) }
+func (m *fakeMonitor) DispatchLag(d time.Duration) {
+	m.count(func() { m.lags = append(m.lags, d) })
+}
+func (m *fakeMonitor) CommitInDoubt(stored bool, err error) {
+	m.count(func() { m.inDoubt = append(m.inDoubt, fmt.Sprint(stored, " ", err)) })
+}
+
+func (m *fakeMonitor) count(change func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.confirmed += n
-	m.marks++
+	change()
 	if m.changed != nil {
 		close(m.changed)
 	}
 	m.changed = make(chan struct{})
 }
 
-// AwaitConfirmed blocks until n messages were confirmed.
+// AwaitConfirmed blocks until n messages were confirmed, for at most testBound.
 func (m *fakeMonitor) AwaitConfirmed(t testing.TB, n int) {
 	t.Helper()
-	deadline := time.After(testBound)
+	m.Await(t, testBound, fmt.Sprintf("%d message(s) confirmed", n), func(_, _, confirmed, _ int) bool { return confirmed >= n })
+}
+
+// Await blocks until done holds for the counts, for at most bound, and
+// otherwise fails the test saying what it waited for and the counts it saw.
+func (m *fakeMonitor) Await(t testing.TB, bound time.Duration, what string, done func(stored, published, confirmed, retired int) bool) {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
 	for {
 		m.mu.Lock()
 		if m.changed == nil {
 			m.changed = make(chan struct{})
 		}
-		confirmed, changed := m.confirmed, m.changed
+		stored, published, confirmed, retired, changed := m.stored, m.published, m.confirmed, m.retired, m.changed
 		m.mu.Unlock()
-		if confirmed >= n {
+		if done(stored, published, confirmed, retired) {
 			return
 		}
 		select {
 		case <-changed:
-		case <-deadline:
-			t.Fatalf("%d of %d messages confirmed within %s", confirmed, n, testBound)
+		case <-deadline.C:
+			t.Fatalf("waited %s for %s: %d stored, %d published, %d confirmed, %d retired", bound, what, stored, published, confirmed, retired)
 		}
 	}
 }
-func (m *fakeMonitor) MessageRetired(n int) { m.mu.Lock(); m.retired += n; m.mu.Unlock() }
-func (m *fakeMonitor) DispatchLag(d time.Duration) {
+
+// changes is what fires at the next callback.
+func (m *fakeMonitor) changes() <-chan struct{} {
 	m.mu.Lock()
-	m.lags = append(m.lags, d)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if m.changed == nil {
+		m.changed = make(chan struct{})
+	}
+	return m.changed
 }
 
 func (m *fakeMonitor) counts() (stored, published, confirmed, retired int) {
@@ -335,22 +254,31 @@ func (l *logRecorder) Lines() []string {
 // Await blocks until a line containing text is logged and returns it.
 func (l *logRecorder) Await(t testing.TB, text string) string {
 	t.Helper()
+	return l.AwaitN(t, text, 1)
+}
+
+// AwaitN blocks until n lines containing text are logged and returns the
+// last of them.
+func (l *logRecorder) AwaitN(t testing.TB, text string, n int) string {
+	t.Helper()
 	deadline := time.After(testBound)
 	for {
 		l.mu.Lock()
+		var found []string
 		for _, r := range l.records {
-			line := fmt.Sprintf("%s %s", r.Level, r.Message)
-			if strings.Contains(line, text) {
-				l.mu.Unlock()
-				return line
+			if line := fmt.Sprintf("%s %s", r.Level, r.Message); strings.Contains(line, text) {
+				found = append(found, line)
 			}
 		}
 		changed := l.changed
 		l.mu.Unlock()
+		if len(found) >= n {
+			return found[n-1]
+		}
 		select {
 		case <-changed:
 		case <-deadline:
-			t.Fatalf("no log line containing %q within %s; logged: %q", text, testBound, l.Lines())
+			t.Fatalf("%d of %d log lines containing %q within %s; logged: %q", len(found), n, text, testBound, l.Lines())
 		}
 	}
 }
@@ -359,7 +287,6 @@ func (l *logRecorder) Await(t testing.TB, text string) string {
 type harness struct {
 	t         testing.TB
 	db        *sql.DB
-	clock     *fakeClock
 	publisher *fakePublisher
 	monitor   *fakeMonitor
 	log       *logRecorder
@@ -375,18 +302,15 @@ const (
 	testPrune = 2 * time.Hour
 )
 
-func newHarness(t testing.TB, db *sql.DB, options ...option) *harness {
-	h := &harness{t: t, db: db, clock: newFakeClock(), publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
-	base := []option{
-		Options.StorageHandle(db), Options.Dialect(sqldialect.SQLite), Options.Clock(h.clock),
+func newHarness(t testing.TB, db *sql.DB, options ...Option) *harness {
+	h := &harness{t: t, db: db, publisher: newFakePublisher(), monitor: &fakeMonitor{}, log: newLogRecorder()}
+	base := []Option{
+		Options.StorageHandle(db), Options.Dialect(sqldialect.SQLite),
 		Options.Logger(slog.New(h.log)), Options.Monitor(h.monitor),
-		Options.RetryTimeout(testRetry),
+		Options.RetryDelay(testRetry), Options.RetryPolicy(retrypolicy.Fixed(DefaultMaxAttempts, testRetry)),
 		Options.LeaseTimeout(testLease), Options.SweepInterval(testSweep), Options.PruneInterval(testPrune),
-		func(c *configuration) { c.newPublisher = func() publisher { return h.publisher } },
+		func(c *config) { c.newPublisher = func() publisher { return h.publisher } },
 	}
-	// A busy processor's lingering ends at once unless a test says otherwise
-	// (h.clock.Instant(0)): most tests are not about batching.
-	h.clock.Instant(lingerGap)
 	h.connector, h.processor = New(nil, append(base, options...)...)
 	t.Cleanup(func() { _ = h.processor.Close() })
 	return h
@@ -476,16 +400,17 @@ func messages(ids ...string) []messaging.Dispatch {
 // tb is the *testing.T behind a gunit fixture.
 func tb(f interface{ T() gunit.TestingT }) testing.TB { return f.T().(testing.TB) }
 
-// awaitChannel waits until the processor's channel holds n rows.
+// awaitChannel waits until the processor's channel holds n rows, on the
+// bubble's clock.
 func (h *harness) awaitChannel(n int) {
 	h.t.Helper()
 	channel := h.processor.(*processor).outbox.channel
 	deadline := time.Now().Add(testBound)
-	for len(channel) != n {
+	for synctest.Wait(); len(channel) != n; synctest.Wait() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("the processor's channel holds %d rows, not %d, after %s", len(channel), n, testBound)
 		}
-		time.Sleep(time.Millisecond)
+		elapse(time.Millisecond)
 	}
 }
 
@@ -503,10 +428,12 @@ func (h *harness) countIn(table string) int {
 func (h *harness) awaitCount(condition string, n int) {
 	h.t.Helper()
 	deadline := time.Now().Add(testBound)
+	synctest.Wait()
 	for got := h.count(condition); got != n; got = h.count(condition) {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("%d rows, not %d, meet %q after %s", got, n, condition, testBound)
 		}
-		time.Sleep(time.Millisecond)
+		elapse(time.Millisecond) // whatever is due runs
+		synctest.Wait()
 	}
 }

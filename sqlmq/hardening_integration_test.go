@@ -13,6 +13,7 @@ import (
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/retrypolicy"
 )
 
 // goodRowsBound is how soon 20 good rows behind bad ones must be published.
@@ -34,9 +35,9 @@ func TestIntegrationRowsBreakingAWireLimitNeverHoldUpTheRowsBehindThem(t *testin
 	t.Cleanup(func() { huge = nil; runtime.GC() })
 	for _, b := range backends[:2] { // MariaDB and PostgreSQL
 		t.Run(b.name, func(t *testing.T) {
+			mq := newBroker(t) // the broker lock before the database's
 			db := b.open(t)
 			table := outboxTable(t, b, db)
-			mq := newBroker(t)
 			exchange := mq.exchange("wire")
 			received := mq.consume(mq.queue("wire", exchange))
 			const limit = 1 << 20
@@ -135,7 +136,7 @@ func TestIntegrationRowsTheBrokerRefusesForTheirSizeAreIsolated(t *testing.T) {
 			mq := newBrokerAt(t, url)
 			exchange := mq.exchange("size")
 			received := mq.consume(mq.queue("size", exchange))
-			outbox := newInstance(t, b, db, table, Options.MaxAttempts(2))
+			outbox := newInstance(t, b, db, table, Options.RetryPolicy(retrypolicy.Fixed(2, 50*time.Millisecond)))
 
 			bad := dispatchesTo(exchange, messageIDs("bad", 3)...)
 			for i := range bad {
@@ -148,26 +149,15 @@ func TestIntegrationRowsTheBrokerRefusesForTheirSizeAreIsolated(t *testing.T) {
 			received.awaitWithin(goodRowsBound, good...)
 			t.Logf("%s: 20 good rows behind 3 the broker refuses published in %s", b.name, time.Since(started).Round(time.Millisecond))
 
-			admin := NewAdmin(db, Options.Dialect(b.dialect), Options.Table(table))
-			deadline := time.Now().Add(bound)
-			for {
-				retired, err := admin.Retired(context.Background(), 10)
-				if err != nil {
-					t.Fatal(err)
+			outbox.monitor.Await(t, patience, "the 3 rows retired", func(_, _, _, retired int) bool { return retired == 3 })
+			retired, err := NewAdmin(db, Options.Dialect(b.dialect), Options.Table(table)).Retired(context.Background(), 10)
+			if err != nil || len(retired) != 3 {
+				t.Fatalf("Admin.Retired: %d row(s), %v; want 3", len(retired), err)
+			}
+			for _, r := range retired {
+				if r.Attempts != 2 || !strings.Contains(r.LastError, "PRECONDITION_FAILED") {
+					t.Errorf("retired %s: %d attempt(s), last error %q; want 2 and PRECONDITION_FAILED", r.MessageID, r.Attempts, r.LastError)
 				}
-				if len(retired) == 3 {
-					for _, r := range retired {
-						if r.Attempts != 2 || !strings.Contains(r.LastError, "PRECONDITION_FAILED") {
-							t.Errorf("retired %s: %d attempt(s), last error %q; want 2 and PRECONDITION_FAILED", r.MessageID, r.Attempts, r.LastError)
-						}
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					pending, _ := admin.Pending(context.Background(), 10)
-					t.Fatalf("%d row(s) retired within %s; want 3. Pending: %+v", len(retired), bound, pending)
-				}
-				time.Sleep(20 * time.Millisecond)
 			}
 			_, count := received.snapshot()
 			for _, id := range good {
@@ -226,7 +216,8 @@ func TestIntegrationCommitNeverWaitsDuringABrokerStop(t *testing.T) {
 		}
 		latencies = append(latencies, time.Since(started))
 		all = append(all, id)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real time: a service committing steadily through the real broker's stop
+
 	}
 	testenv.Rabbitmqctl(t, "start_app")
 	restarted := time.Now()
@@ -258,8 +249,7 @@ func TestIntegrationCommitNeverWaitsDuringABrokerStop(t *testing.T) {
 		duplicates += max(count[id]-1, 0)
 	}
 	t.Logf("all %d published %s after the broker returned: lost %d, duplicates %d", len(all), time.Since(restarted).Round(time.Millisecond), lost, duplicates)
-	var dispatched int
-	awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all)+1, &dispatched)
+	awaitDispatched(t, db, table, len(all)+1, outbox)
 }
 
 // tryCommit is commit that returns the error instead of failing the test.

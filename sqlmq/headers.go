@@ -191,81 +191,94 @@ func untag(tag string, body json.RawMessage, depth int) (any, error) {
 	case "u8", "u16", "u32":
 		return untagUint(tag, body)
 	case "f32", "f64":
-		var s string
-		if err := json.Unmarshal(body, &s); err != nil {
-			return nil, err
-		}
-		bits := 64
-		if tag == "f32" {
-			bits = 32
-		}
-		f, err := strconv.ParseFloat(s, bits)
-		if err != nil {
-			return nil, err
-		}
-		if bits == 32 {
-			return float32(f), nil
-		}
-		return f, nil
+		return untagFloat(tag, body)
 	case "bytes":
-		var s string
-		if err := json.Unmarshal(body, &s); err != nil {
-			return nil, err
-		}
-		return base64.StdEncoding.DecodeString(s)
+		return untagText(body, base64.StdEncoding.DecodeString)
 	case "time":
-		var s string
-		if err := json.Unmarshal(body, &s); err != nil {
-			return nil, err
-		}
-		return time.Parse(time.RFC3339Nano, s)
+		return untagText(body, func(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) })
 	case "decimal":
-		var parts []string
-		if err := json.Unmarshal(body, &parts); err != nil {
-			return nil, err
-		}
-		if len(parts) != 2 {
-			return nil, fmt.Errorf("a decimal has a scale and a value")
-		}
-		scale, err := strconv.ParseUint(parts[0], 10, 8)
-		if err != nil {
-			return nil, err
-		}
-		value, err := strconv.ParseInt(parts[1], 10, 32)
-		if err != nil {
-			return nil, err
-		}
-		return amqp.Decimal{Scale: uint8(scale), Value: int32(value)}, nil
+		return untagDecimal(body)
 	case "table":
-		var inner map[string]json.RawMessage
-		if err := json.Unmarshal(body, &inner); err != nil {
-			return nil, err
-		}
-		if inner == nil {
-			return nil, fmt.Errorf("a %s is null", tag)
-		}
-		table, err := untagTable(inner, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		return amqp.Table(table), nil
+		return untagNestedTable(body, depth)
 	case "array":
-		var items []json.RawMessage
-		if err := json.Unmarshal(body, &items); err != nil {
-			return nil, err
-		}
-		out := make([]any, len(items))
-		for i, item := range items {
-			value, err := untagValue(item, depth+1)
-			if err != nil {
-				return nil, fmt.Errorf("item %d: %w", i, err)
-			}
-			out[i] = value
-		}
-		return out, nil
+		return untagArray(body, depth)
 	default:
 		return nil, fmt.Errorf("unknown type tag %q", tag)
 	}
+}
+
+// untagText reads a value stored as a JSON string and parsed by parse.
+func untagText[T any](body json.RawMessage, parse func(string) (T, error)) (any, error) {
+	var s string
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, err
+	}
+	return parse(s)
+}
+
+func untagFloat(tag string, body json.RawMessage) (any, error) {
+	bits := 64
+	if tag == "f32" {
+		bits = 32
+	}
+	f, err := untagText(body, func(s string) (float64, error) { return strconv.ParseFloat(s, bits) })
+	if err != nil {
+		return nil, err
+	}
+	if bits == 32 {
+		return float32(f.(float64)), nil
+	}
+	return f, nil
+}
+
+func untagDecimal(body json.RawMessage) (any, error) {
+	var parts []string
+	if err := json.Unmarshal(body, &parts); err != nil {
+		return nil, err
+	}
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("a decimal has a scale and a value")
+	}
+	scale, err := strconv.ParseUint(parts[0], 10, 8)
+	if err != nil {
+		return nil, err
+	}
+	value, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return amqp.Decimal{Scale: uint8(scale), Value: int32(value)}, nil
+}
+
+func untagNestedTable(body json.RawMessage, depth int) (any, error) {
+	var inner map[string]json.RawMessage
+	if err := json.Unmarshal(body, &inner); err != nil {
+		return nil, err
+	}
+	if inner == nil {
+		return nil, fmt.Errorf("a table is null")
+	}
+	table, err := untagTable(inner, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	return amqp.Table(table), nil
+}
+
+func untagArray(body json.RawMessage, depth int) (any, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		return nil, err
+	}
+	out := make([]any, len(items))
+	for i, item := range items {
+		value, err := untagValue(item, depth+1)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		out[i] = value
+	}
+	return out, nil
 }
 
 func untagInt(tag string, body json.RawMessage) (any, error) {

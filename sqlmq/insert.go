@@ -20,9 +20,6 @@ const (
 	// maxRowsPerInsert bounds one INSERT on MySQL and PostgreSQL: 500 rows of
 	// 26 values stay well within both databases' 65,535 bound values.
 	maxRowsPerInsert = 500
-	// sqliteRowsPerInsert keeps one INSERT within 999 bound values, the
-	// limit of SQLite builds before 3.32, so every driver takes it.
-	sqliteRowsPerInsert = 999 / (columnCount + 2)
 	// maxBytesPerInsert bounds the payload and text of one multi-row INSERT;
 	// a row larger than this is inserted alone, as before.
 	maxBytesPerInsert = 1 << 20
@@ -31,6 +28,10 @@ const (
 	// size past the bound is prepared in its transaction instead.
 	maxInsertShapes = 16
 )
+
+// sqliteRowsPerInsert keeps one INSERT within 999 bound values, the limit of
+// SQLite builds before 3.32, so every driver takes it.
+var sqliteRowsPerInsert = 999 / (columnCount + 2)
 
 // insertQuery is the statement that stores n dispatches. Where the database
 // can say which ids it gave the rows it inserts (PostgreSQL, SQLite), the
@@ -71,7 +72,7 @@ func (s *store) rowsPerInsert() int {
 // The prepare runs without the store's lock: it may wait for a pooled
 // connection, and a writer holding one must still be able to insert.
 func (s *store) prepareInsert(ctx context.Context) {
-	s.readStep(ctx)
+	s.readStep(ctx, s.db)
 	if s.preparedInsert() != nil {
 		return
 	}
@@ -83,7 +84,7 @@ func (s *store) prepareInsert(ctx context.Context) {
 // (InnoDB reserves a simple insert's ids at once, in every
 // innodb_autoinc_lock_mode); a cluster that sets another step for each of its
 // members (Galera) is read here too.
-func (s *store) readStep(ctx context.Context) {
+func (s *store) readStep(ctx context.Context, db rowQuerier) {
 	if !s.dialect.IsMySQL() {
 		return
 	}
@@ -94,7 +95,7 @@ func (s *store) readStep(ctx context.Context) {
 		return
 	}
 	var step int64
-	if err := s.db.QueryRowContext(ctx, "SELECT @@auto_increment_increment").Scan(&step); err != nil || step <= 0 {
+	if err := db.QueryRowContext(ctx, "SELECT @@auto_increment_increment").Scan(&step); err != nil || step <= 0 {
 		return // rows are inserted one per statement until it is known
 	}
 	s.mu.Lock()
@@ -160,6 +161,11 @@ func (s *store) close() error {
 	return failed
 }
 
+// rowQuerier is a *sql.DB or a *sql.Tx, for a query of one row.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // execer is what an insert needs from a *sql.Tx.
 type execer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
@@ -168,11 +174,12 @@ type execer interface {
 
 // insert stores normalized dispatches in tx, leased to owner until leaseUntil,
 // and returns their row ids in order, with as few statements as the dialect
-// allows (one per chunk; see maxRowsPerInsert). It uses the shared prepared
-// statement of a chunk's size when there is one (database/sql prepares it
-// once per pooled connection), and prepares in tx otherwise: those sizes are
-// returned in unprepared, for learn once the transaction is over.
-func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Dispatch, created time.Time, owner string, leaseUntil time.Time) (ids []int64, unprepared []int, err error) {
+// allows (one per chunk; see maxRowsPerInsert). When shared (tx is on the
+// outbox's own handle) it uses the shared prepared statement of a chunk's
+// size when there is one (database/sql prepares it once per pooled
+// connection), and prepares in tx otherwise: those sizes are returned in
+// unprepared, for learn once the transaction is over.
+func (s *store) insert(ctx context.Context, tx execer, shared bool, dispatches []messaging.Dispatch, created time.Time, owner string, leaseUntil time.Time) (ids []int64, unprepared []int, err error) {
 	ids = make([]int64, 0, len(dispatches))
 	limit := s.rowsPerInsert()
 	lease := micros(leaseUntil)
@@ -193,7 +200,7 @@ func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Di
 			args = append(append(args, values...), owner, lease)
 			end++
 		}
-		chunk, prepared, err := s.insertChunk(ctx, tx, end-start, args)
+		chunk, prepared, err := s.insertChunk(ctx, tx, shared, end-start, args)
 		if err != nil {
 			if end-start == 1 {
 				return nil, nil, fmt.Errorf("sqlmq: insert message %s into the outbox table %s: %w", dispatches[start].MessageID, s.table, err)
@@ -211,16 +218,20 @@ func (s *store) insert(ctx context.Context, tx execer, dispatches []messaging.Di
 }
 
 // insertChunk runs one INSERT of n rows and returns their ids in the order of
-// the rows, and whether a shared prepared statement served it.
-func (s *store) insertChunk(ctx context.Context, tx execer, n int, args []any) ([]int64, bool, error) {
+// the rows, and whether a shared prepared statement served it (only when
+// useShared: tx is on the handle the statement was prepared on).
+func (s *store) insertChunk(ctx context.Context, tx execer, useShared bool, n int, args []any) ([]int64, bool, error) {
 	var statement *sql.Stmt
-	shared := s.prepared(n)
+	var shared *sql.Stmt
+	if useShared {
+		shared = s.prepared(n)
+	}
 	if shared != nil {
 		statement = tx.StmtContext(ctx, shared)
 	} else {
 		var err error
 		if statement, err = tx.PrepareContext(ctx, s.insertQuery(n)); err != nil {
-			return nil, false, fmt.Errorf("prepare the insert (does the table exist? see sqlmq.Schema): %w", err)
+			return nil, false, fmt.Errorf("prepare the insert (does the table exist? see sqlmq.CreateSchema): %w", err)
 		}
 	}
 	defer func() { _ = statement.Close() }()

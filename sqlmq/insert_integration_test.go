@@ -91,7 +91,7 @@ func insertCommitted(ctx context.Context, db *sql.DB, d sqldialect.Dialect, s *s
 	if err != nil {
 		return nil, err
 	}
-	ids, _, err := s.insert(ctx, tx, dispatches, time.Now(), "test-owner", time.Now().Add(time.Hour))
+	ids, _, err := s.insert(ctx, tx, true, dispatches, time.Now(), "test-owner", time.Now().Add(time.Hour))
 	if err != nil {
 		_ = tx.Rollback()
 		return nil, err
@@ -104,9 +104,9 @@ func insertCommitted(ctx context.Context, db *sql.DB, d sqldialect.Dialect, s *s
 // counted by id, and every row ends marked dispatched.
 func TestIntegrationAThousandRowsAcrossMultiRowCommitsArriveExactlyOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("multirow")
 		received := mq.consume(mq.queue("multirow", exchange))
 		outbox := newInstance(t, b, db, table, Options.ChannelBufferCapacity(64))
@@ -138,9 +138,8 @@ func TestIntegrationAThousandRowsAcrossMultiRowCommitsArriveExactlyOnce(t *testi
 		for err := range errs {
 			t.Fatal(err)
 		}
-		received.await(all...)
-		var dispatched int
-		awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all), &dispatched)
+		received.awaitArrival(db, table, all...)
+		awaitDispatched(t, db, table, len(all), outbox)
 		outbox.stop(t)
 		_, count := received.snapshot()
 		for _, id := range all {

@@ -23,11 +23,17 @@ func TestInsertFixture(t *testing.T) {
 
 type InsertFixture struct {
 	*gunit.Fixture
+	t *testing.T // the bubble's
 	h *harness
 }
 
-func (f *InsertFixture) Setup() {
-	f.h = newHarness(tb(f), openSQLite(tb(f)))
+// run runs test in a bubble, with a harness over a fresh SQLite database.
+func (f *InsertFixture) run(test func()) {
+	inBubble(f, func(t *testing.T) {
+		f.t = t
+		f.h = newHarness(t, openSQLite(t))
+		test()
+	})
 }
 
 func (f *InsertFixture) store() *store { return f.h.processor.(*processor).outbox.store }
@@ -55,83 +61,93 @@ func numbered(prefix string, n int) []string {
 }
 
 func (f *InsertFixture) TestSQLiteStoresACommitInBatchesInItsOrderAndReusesTheirStatements() {
-	ids := numbered("m", 100) // 38 + 38 + 24 rows
-	f.So(f.h.Commit(messages(ids...)...), should.BeNil)
-	f.So(f.storedOrder(), should.Equal, ids)
-	full, rest := f.store().prepared(sqliteRowsPerInsert), f.store().prepared(100-2*sqliteRowsPerInsert)
-	f.So(full, should.NotBeNil)
-	f.So(rest, should.NotBeNil)
+	f.run(func() {
+		ids := numbered("m", 100) // 38 + 38 + 24 rows
+		f.So(f.h.Commit(messages(ids...)...), should.BeNil)
+		f.So(f.storedOrder(), should.Equal, ids)
+		full, rest := f.store().prepared(sqliteRowsPerInsert), f.store().prepared(100-2*sqliteRowsPerInsert)
+		f.So(full, should.NotBeNil)
+		f.So(rest, should.NotBeNil)
 
-	more := numbered("n", 100)
-	f.So(f.h.Commit(messages(more...)...), should.BeNil)
-	f.So(f.store().prepared(sqliteRowsPerInsert), should.Equal, full)
-	f.So(f.store().prepared(100-2*sqliteRowsPerInsert), should.Equal, rest)
-	f.So(f.storedOrder(), should.Equal, append(ids, more...))
+		more := numbered("n", 100)
+		f.So(f.h.Commit(messages(more...)...), should.BeNil)
+		f.So(f.store().prepared(sqliteRowsPerInsert), should.Equal, full)
+		f.So(f.store().prepared(100-2*sqliteRowsPerInsert), should.Equal, rest)
+		f.So(f.storedOrder(), should.Equal, append(ids, more...))
+	})
 }
 
 func (f *InsertFixture) TestTheRowsOfOneCommitArePublishedInOrderWithTheirOwnIDs() {
-	f.h.Listen()
-	ids := numbered("m", 90)
-	f.So(f.h.Commit(messages(ids...)...), should.BeNil)
-	var published []string
-	for len(published) < len(ids) {
-		for _, d := range f.h.publisher.Next(tb(f)) {
-			published = append(published, d.MessageID)
+	f.run(func() {
+		f.h.Listen()
+		ids := numbered("m", 90)
+		f.So(f.h.Commit(messages(ids...)...), should.BeNil)
+		var published []string
+		for len(published) < len(ids) {
+			for _, d := range f.h.publisher.Next(f.t) {
+				published = append(published, d.MessageID)
+			}
 		}
-	}
-	f.So(published, should.Equal, ids)
-	f.h.monitor.AwaitConfirmed(tb(f), len(ids))
-	f.h.processor.Close()
-	f.h.AwaitStopped()
-	// Each row was marked by its own id: the mark matched every row once.
-	f.So(f.h.count("dispatched_us IS NOT NULL"), should.Equal, len(ids))
-	f.So(strings.Join(f.h.log.Lines(), "\n"), should.NotContainSubstring, "already marked")
+		f.So(published, should.Equal, ids)
+		f.h.monitor.AwaitConfirmed(f.t, len(ids))
+		f.h.processor.Close()
+		f.h.AwaitStopped()
+		// Each row was marked by its own id: the mark matched every row once.
+		f.So(f.h.count("dispatched_us IS NOT NULL"), should.Equal, len(ids))
+		f.So(strings.Join(f.h.log.Lines(), "\n"), should.NotContainSubstring, "already marked")
+	})
 }
 
 // A dispatch over a wire limit is refused alone: its Write call fails, the
 // other calls' rows are stored by the same multi-row commit.
 func (f *InsertFixture) TestARowOverAWireLimitIsRefusedAloneAndTheOthersAreStored() {
-	ctx := context.Background()
-	connection, err := f.h.connector.Connect(ctx)
-	f.So(err, should.BeNil)
-	defer func() { _ = connection.Close() }()
-	writer, err := connection.CommitWriter(ctx)
-	f.So(err, should.BeNil)
-	first, second := numbered("a", 50), numbered("b", 50)
-	_, err = writer.Write(ctx, messages(first...)...)
-	f.So(err, should.BeNil)
-	tooLong := message("c-" + strings.Repeat("x", 300))
-	_, err = writer.Write(ctx, tooLong)
-	f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
-	_, err = writer.Write(ctx, messages(second...)...)
-	f.So(err, should.BeNil)
-	f.So(writer.Commit(), should.BeNil)
-	f.So(f.storedOrder(), should.Equal, append(first, second...))
+	f.run(func() {
+		ctx := context.Background()
+		connection, err := f.h.connector.Connect(ctx)
+		f.So(err, should.BeNil)
+		defer func() { _ = connection.Close() }()
+		writer, err := connection.CommitWriter(ctx)
+		f.So(err, should.BeNil)
+		first, second := numbered("a", 50), numbered("b", 50)
+		_, err = writer.Write(ctx, messages(first...)...)
+		f.So(err, should.BeNil)
+		tooLong := message("c-" + strings.Repeat("x", 300))
+		_, err = writer.Write(ctx, tooLong)
+		f.So(errors.Is(err, messaging.ErrWireLimit), should.BeTrue)
+		_, err = writer.Write(ctx, messages(second...)...)
+		f.So(err, should.BeNil)
+		f.So(writer.Commit(), should.BeNil)
+		f.So(f.storedOrder(), should.Equal, append(first, second...))
+	})
 }
 
 // Rows whose payloads together pass maxBytesPerInsert go in more statements;
 // a row larger than the bound goes alone.
 func (f *InsertFixture) TestLargeRowsSplitTheInsertByBytes() {
-	ids := numbered("big", 5)
-	dispatches := messages(ids...)
-	for i := range dispatches {
-		dispatches[i].Payload = make([]byte, maxBytesPerInsert*2/5)
-	}
-	dispatches[3].Payload = make([]byte, maxBytesPerInsert+1)
-	f.So(f.h.Commit(dispatches...), should.BeNil)
-	f.So(f.storedOrder(), should.Equal, ids)
-	var total int
-	f.So(f.h.db.QueryRow("SELECT SUM(LENGTH(payload)) FROM Messages").Scan(&total), should.BeNil)
-	f.So(total, should.Equal, 4*(maxBytesPerInsert*2/5)+maxBytesPerInsert+1)
+	f.run(func() {
+		ids := numbered("big", 5)
+		dispatches := messages(ids...)
+		for i := range dispatches {
+			dispatches[i].Payload = make([]byte, maxBytesPerInsert*2/5)
+		}
+		dispatches[3].Payload = make([]byte, maxBytesPerInsert+1)
+		f.So(f.h.Commit(dispatches...), should.BeNil)
+		f.So(f.storedOrder(), should.Equal, ids)
+		var total int
+		f.So(f.h.db.QueryRow("SELECT SUM(LENGTH(payload)) FROM Messages").Scan(&total), should.BeNil)
+		f.So(total, should.Equal, 4*(maxBytesPerInsert*2/5)+maxBytesPerInsert+1)
+	})
 }
 
 func (f *InsertFixture) TestStatementSizesPastTheBoundArePreparedInTheirTransaction() {
-	for n := 1; n <= maxInsertShapes+3; n++ {
-		f.So(f.h.Commit(messages(numbered(fmt.Sprint("s", n), n)...)...), should.BeNil)
-	}
-	f.So(len(f.store().inserts), should.Equal, maxInsertShapes)
-	f.So(f.store().prepared(maxInsertShapes+2), should.BeNil)
-	f.So(f.h.count("1=1"), should.Equal, (maxInsertShapes+3)*(maxInsertShapes+4)/2)
+	f.run(func() {
+		for n := 1; n <= maxInsertShapes+3; n++ {
+			f.So(f.h.Commit(messages(numbered(fmt.Sprint("s", n), n)...)...), should.BeNil)
+		}
+		f.So(len(f.store().inserts), should.Equal, maxInsertShapes)
+		f.So(f.store().prepared(maxInsertShapes+2), should.BeNil)
+		f.So(f.h.count("1=1"), should.Equal, (maxInsertShapes+3)*(maxInsertShapes+4)/2)
+	})
 }
 
 func TestMySQLInsertsOneRowPerStatementUntilItKnowsTheIDStep(t *testing.T) {

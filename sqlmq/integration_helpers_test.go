@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,57 @@ import (
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
-const bound = 30 * time.Second // the longest an integration test waits for an outcome
+// bound is how long an integration test waits with nothing moving: no new
+// message arrived, no row confirmed. A machine busy with other programs slows
+// a test down; it does not stop it, so a wait that sees progress goes on,
+// up to patience in all.
+const bound = 30 * time.Second
+
+// patience is the longest an integration test waits for an outcome while it
+// is making progress.
+const patience = 10 * time.Minute
+
+// awaitProgress waits until status reports done, looking again whenever one
+// of the channels changes returns fires. It gives up when what status saw
+// stayed the same for bound, or after patience in all, failing the test with
+// what it waited for, what it saw last, and what the explanations (asked
+// then) say.
+func awaitProgress(t *testing.T, what string, status func() (done bool, seen string), changes func() []<-chan struct{}, explanations ...func() string) {
+	t.Helper()
+	started := time.Now()
+	stall := time.NewTimer(bound)
+	defer stall.Stop()
+	giveUp := time.NewTimer(patience)
+	defer giveUp.Stop()
+	last := ""
+	for {
+		// The channels first: a change after them closes one, so none is
+		// missed between looking and waiting.
+		cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(stall.C)}, {Dir: reflect.SelectRecv, Chan: reflect.ValueOf(giveUp.C)}}
+		for _, c := range changes() {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+		}
+		done, seen := status()
+		if done {
+			return
+		}
+		if seen != last {
+			last = seen
+			stall.Reset(bound)
+		}
+		chosen, _, _ := reflect.Select(cases)
+		if chosen > 1 {
+			continue
+		}
+		for _, explain := range explanations {
+			seen += "; " + explain()
+		}
+		if chosen == 0 {
+			t.Fatalf("waited for %s: nothing moved for %s (after %s): %s", what, bound, time.Since(started).Round(time.Millisecond), seen)
+		}
+		t.Fatalf("waited %s for %s, still moving: %s", patience, what, seen)
+	}
+}
 
 // backend is one database the outbox supports.
 type backend struct {
@@ -115,8 +166,14 @@ func (b *broker) exchange(prefix string) string {
 // queue declares a queue bound to exchange with "#", deleted at the end of the test.
 func (b *broker) queue(prefix, exchange string) string {
 	b.t.Helper()
+	return b.queueWith(prefix, exchange, nil)
+}
+
+// queueWith is queue with the queue's arguments (x-max-length, ...).
+func (b *broker) queueWith(prefix, exchange string, arguments amqp.Table) string {
+	b.t.Helper()
 	name := testenv.Name(b.t, prefix)
-	if _, err := b.ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+	if _, err := b.ch.QueueDeclare(name, true, false, false, false, arguments); err != nil {
 		b.t.Fatalf("declare queue %s: %v", name, err)
 	}
 	if err := b.ch.QueueBind(name, "#", exchange, false, nil); err != nil {
@@ -142,6 +199,9 @@ func (b *broker) cleanup(f func(ch *amqp.Channel) error) {
 // consumer reads a queue and counts deliveries by message id.
 type consumer struct {
 	t          *testing.T
+	url        string
+	queue      string
+	closed     chan *amqp.Error // the consumer's connection ended
 	mu         sync.Mutex
 	order      []string
 	count      map[string]int
@@ -159,7 +219,8 @@ func (b *broker) consume(queue string) *consumer {
 	if err != nil {
 		b.t.Fatalf("consume %s: %v", queue, err)
 	}
-	c := &consumer{t: b.t, count: map[string]int{}, deliveries: map[string]amqp.Delivery{}, changed: make(chan struct{})}
+	c := &consumer{t: b.t, url: b.url, queue: queue, closed: b.conn.NotifyClose(make(chan *amqp.Error, 1)),
+		count: map[string]int{}, deliveries: map[string]amqp.Delivery{}, changed: make(chan struct{})}
 	go func() {
 		for d := range deliveries {
 			c.mu.Lock()
@@ -174,29 +235,50 @@ func (b *broker) consume(queue string) *consumer {
 	return c
 }
 
-// await waits until every id has arrived at least once.
+// await waits until every id has arrived at least once, for as long as
+// messages keep arriving (see awaitProgress).
 func (c *consumer) await(ids ...string) {
 	c.t.Helper()
-	deadline := time.After(bound)
-	for {
-		c.mu.Lock()
-		missing := 0
-		for _, id := range ids {
-			if c.count[id] == 0 {
-				missing++
-			}
+	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), c.arrived(ids), c.changes, c.queueState)
+}
+
+// arrived is the status of a wait for ids: done when each arrived, and how
+// many did.
+func (c *consumer) arrived(ids []string) func() (bool, string) {
+	return func() (bool, string) {
+		missing := c.missing(ids)
+		if len(missing) == 0 {
+			return true, ""
 		}
-		changed := c.changed
-		c.mu.Unlock()
-		if missing == 0 {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			c.t.Fatalf("%d of %d messages did not arrive within %s", missing, len(ids), bound)
+		return false, fmt.Sprintf("%d of %d arrived, %d delivery(ies) in all; the first missing: %s",
+			len(ids)-len(missing), len(ids), c.deliveryCount(), strings.Join(missing[:min(3, len(missing))], ", "))
+	}
+}
+
+// missing returns the ids that have not arrived.
+func (c *consumer) missing(ids []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var missing []string
+	for _, id := range ids {
+		if c.count[id] == 0 {
+			missing = append(missing, id)
 		}
 	}
+	return missing
+}
+
+func (c *consumer) deliveryCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.order)
+}
+
+// changes is what fires when the next delivery arrives.
+func (c *consumer) changes() []<-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return []<-chan struct{}{c.changed}
 }
 
 func (c *consumer) snapshot() (order []string, count map[string]int) {
@@ -215,29 +297,32 @@ func (c *consumer) delivery(id string) amqp.Delivery {
 	return c.deliveries[id]
 }
 
-// instance is one service instance: an outbox over the table and its processor.
+// instance is one service instance: an outbox over the table and its
+// processor, and what its monitor heard.
 type instance struct {
 	connector messaging.Connector
 	processor messaging.ListenCloser
+	monitor   *fakeMonitor
 	stopped   chan struct{}
 }
 
-func newInstance(t *testing.T, b backend, db *sql.DB, table string, options ...option) *instance {
+func newInstance(t *testing.T, b backend, db *sql.DB, table string, options ...Option) *instance {
 	t.Helper()
 	transport := rabbitmq.New(rabbitmq.Options.Address(testenv.AMQPURL), rabbitmq.Options.Origin("sqlmq-test@host"))
 	return newInstanceOver(t, transport, b, db, table, options...)
 }
 
 // newInstanceOver is newInstance over a transport of the test's making.
-func newInstanceOver(t *testing.T, transport messaging.Connector, b backend, db *sql.DB, table string, options ...option) *instance {
+func newInstanceOver(t *testing.T, transport messaging.Connector, b backend, db *sql.DB, table string, options ...Option) *instance {
 	t.Helper()
 	t.Cleanup(func() { _ = transport.Close() })
-	base := []option{
+	monitor := &fakeMonitor{}
+	base := []Option{
 		Options.StorageHandle(db), Options.Dialect(b.dialect), Options.Table(table), Options.Logger(testLogger(t)),
-		Options.RetryTimeout(50 * time.Millisecond),
+		Options.RetryDelay(50 * time.Millisecond), Options.Monitor(monitor),
 	}
 	connector, processor := New(transport, append(base, options...)...)
-	return &instance{connector: connector, processor: processor}
+	return &instance{connector: connector, processor: processor, monitor: monitor}
 }
 
 // listen starts the processor; it is closed (and awaited) at the end of the test.
@@ -309,4 +394,89 @@ func dispatchesTo(exchange string, ids ...string) []messaging.Dispatch {
 		out[i] = messaging.Dispatch{MessageID: id, Topic: exchange, RoutingKey: "test", MessageType: "test-message", Payload: []byte(id)}
 	}
 	return out
+}
+
+// awaitDispatched waits until the instances' processors have marked want rows
+// dispatched, for as long as rows keep being confirmed (see awaitProgress),
+// and checks that the table says so too.
+func awaitDispatched(t *testing.T, db *sql.DB, table string, want int, instances ...*instance) {
+	t.Helper()
+	confirmed := func() int {
+		total := 0
+		for _, o := range instances {
+			_, _, n, _ := o.monitor.counts()
+			total += n
+		}
+		return total
+	}
+	awaitProgress(t, fmt.Sprintf("%d row(s) marked dispatched", want), func() (bool, string) {
+		n := confirmed()
+		return n >= want, fmt.Sprintf("%d of %d confirmed and marked", n, want)
+	}, func() []<-chan struct{} {
+		var changes []<-chan struct{}
+		for _, o := range instances {
+			changes = append(changes, o.monitor.changes())
+		}
+		return changes
+	})
+	var dispatched int
+	if err := db.QueryRow("SELECT COUNT(*) FROM " + table + " WHERE dispatched_us IS NOT NULL").Scan(&dispatched); err != nil {
+		t.Fatal(err)
+	}
+	if dispatched != want {
+		t.Fatalf("the processors confirmed %d row(s); the table has %d dispatched, want %d", confirmed(), dispatched, want)
+	}
+}
+
+// tableState says, for a test that gives up, where an outbox table's rows are:
+// how many are dispatched, retired, waiting (and, of those, leased and set
+// aside), and the lowest waiting id.
+func tableState(db *sql.DB, table string) string {
+	var dispatched, retired, waiting, leased, setAside int
+	var lowest sql.NullInt64
+	err := db.QueryRow("SELECT "+
+		"COALESCE(SUM(CASE WHEN dispatched_us IS NOT NULL THEN 1 ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN retired_us IS NOT NULL AND dispatched_us IS NULL THEN 1 ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN "+pendingCondition+" THEN 1 ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN "+pendingCondition+" AND lease_owner IS NOT NULL THEN 1 ELSE 0 END), 0), "+
+		"COALESCE(SUM(CASE WHEN "+pendingCondition+" AND lease_owner IS NULL AND lease_until_us IS NOT NULL THEN 1 ELSE 0 END), 0), "+
+		"MIN(CASE WHEN "+pendingCondition+" THEN id END) FROM "+table).Scan(&dispatched, &retired, &waiting, &leased, &setAside, &lowest)
+	if err != nil {
+		return fmt.Sprintf("the table %s could not be read: %v", table, err)
+	}
+	return fmt.Sprintf("the table %s holds %d dispatched, %d retired, %d waiting (%d leased, %d set aside; the lowest waiting id %d)",
+		table, dispatched, retired, waiting, leased, setAside, lowest.Int64)
+}
+
+// awaitArrival is consumer.await that also says, when it gives up, where the
+// outbox table's rows are and what the queue holds.
+func (c *consumer) awaitArrival(db *sql.DB, table string, ids ...string) {
+	c.t.Helper()
+	awaitProgress(c.t, fmt.Sprintf("%d message(s) to arrive", len(ids)), c.arrived(ids), c.changes,
+		func() string { return tableState(db, table) }, c.queueState)
+}
+
+// queueState says what the broker holds in the consumer's queue, and whether
+// the consumer's connection ended, for a test that gives up.
+func (c *consumer) queueState() string {
+	ended := "open"
+	select {
+	case err := <-c.closed:
+		ended = fmt.Sprintf("closed (%v)", err)
+	default:
+	}
+	conn, err := amqp.Dial(c.url)
+	if err != nil {
+		return fmt.Sprintf("the consumer's connection is %s; the queue cannot be inspected: %v", ended, err)
+	}
+	defer func() { _ = conn.Close() }()
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Sprintf("the consumer's connection is %s; the queue cannot be inspected: %v", ended, err)
+	}
+	q, err := ch.QueueDeclarePassive(c.queue, true, false, false, false, nil)
+	if err != nil {
+		return fmt.Sprintf("the consumer's connection is %s; the queue cannot be inspected: %v", ended, err)
+	}
+	return fmt.Sprintf("the consumer's connection is %s; the queue holds %d message(s) ready, with %d consumer(s)", ended, q.Messages, q.Consumers)
 }

@@ -2,7 +2,6 @@ package sqlmq
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,11 +11,13 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/retrypolicy"
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
 func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
 		business := "business_" + table
@@ -24,7 +25,6 @@ func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 			t.Fatalf("create the business table: %v", err)
 		}
 		t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + business) })
-		mq := newBroker(t)
 		exchange := mq.exchange("outbox")
 		received := mq.consume(mq.queue("outbox", exchange))
 		outbox := newInstance(t, b, db, table)
@@ -66,7 +66,7 @@ func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 				t.Errorf("message %s arrived %d times", id, n)
 			}
 		}
-		var rows, dispatched int
+		var rows int
 		_ = db.QueryRow("SELECT COUNT(*) FROM " + business).Scan(&rows)
 		if rows != 0 {
 			t.Errorf("the rolled-back business row is in the table")
@@ -75,36 +75,15 @@ func TestIntegrationRollbackLeavesNothingAndCommitPublishesOnce(t *testing.T) {
 		if rows != 0 {
 			t.Errorf("the rolled-back message is in the outbox table")
 		}
-		awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(committed)+1, &dispatched)
+		awaitDispatched(t, db, table, len(committed)+1, outbox)
 	})
-}
-
-// awaitCount polls query (the processor marks rows after the broker confirms,
-// so the mark trails the delivery) until it returns want.
-func awaitCount(t *testing.T, db interface {
-	QueryRow(string, ...any) *sql.Row
-}, query string, want int, got *int) {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		if err := db.QueryRow(query).Scan(got); err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		if *got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %d, want %d within %s", query, *got, want, bound)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func TestIntegrationARecoveredRowPublishesWhatTheLivePathPublished(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("identity")
 		received := mq.consume(mq.queue("identity", exchange))
 
@@ -115,8 +94,7 @@ func TestIntegrationARecoveredRowPublishesWhatTheLivePathPublished(t *testing.T)
 		d.Expiration = time.Hour
 		live.commit(t, d)
 		received.await(d.MessageID)
-		var n int
-		awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", 1, &n)
+		awaitDispatched(t, db, table, 1, live)
 		first := received.delivery(d.MessageID)
 		live.stop(t)
 
@@ -125,13 +103,10 @@ func TestIntegrationARecoveredRowPublishesWhatTheLivePathPublished(t *testing.T)
 		}
 		recovered := newInstance(t, b, db, table)
 		recovered.listen(t)
-		deadline := time.Now().Add(bound)
-		for _, count := received.snapshot(); count[d.MessageID] < 2; _, count = received.snapshot() {
-			if time.Now().After(deadline) {
-				t.Fatalf("the recovered row was not published within %s", bound)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		awaitProgress(t, "the recovered row published again", func() (bool, string) {
+			_, count := received.snapshot()
+			return count[d.MessageID] >= 2, fmt.Sprintf("delivered %d time(s)", count[d.MessageID])
+		}, received.changes)
 		second := received.delivery(d.MessageID)
 		if !reflect.DeepEqual(delivered(second), delivered(first)) {
 			t.Fatalf("the recovered row published\n%#v\nthe live path published\n%#v", delivered(second), delivered(first))
@@ -151,9 +126,9 @@ func delivered(d amqp.Delivery) map[string]any {
 
 func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("pair")
 		received := mq.consume(mq.queue("pair", exchange))
 		// The live instances hold their rows for long and sweep often; the one
@@ -176,7 +151,7 @@ func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne
 			writer.commit(t, dispatchesTo(exchange, all[start:start+size]...)...)
 			start += size
 		}
-		received.await(all...)
+		received.awaitArrival(db, table, all...)
 
 		// An instance that commits and dies before publishing: nobody restarts it.
 		dead := newInstance(t, b, db, table, Options.LeaseTimeout(lease), Options.InstanceName("dead-"+table))
@@ -188,8 +163,7 @@ func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne
 			t.Errorf("the dead instance's rows took %s to publish; the bound is the lease (%s) plus the sweep interval (%s)", took, lease, sweep)
 		}
 
-		var dispatched int
-		awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all)+len(orphans), &dispatched)
+		awaitDispatched(t, db, table, len(all)+len(orphans), first, second, dead)
 		_, count := received.snapshot()
 		duplicates := 0
 		for _, id := range append(append([]string(nil), all...), orphans...) {
@@ -204,13 +178,13 @@ func TestIntegrationTwoProcessorsOnOneTablePublishEachRowOnceAndCoverForADeadOne
 
 func TestIntegrationARowTheBrokerWillNeverTakeIsRetiredWhileLaterRowsPublish(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
+		mq := newBroker(t) // the broker lock before the database's
 		db := b.open(t)
 		table := outboxTable(t, b, db)
-		mq := newBroker(t)
 		exchange := mq.exchange("good")
 		received := mq.consume(mq.queue("good", exchange))
 		unbound := mq.exchange("unbound")
-		outbox := newInstance(t, b, db, table, Options.MaxAttempts(3))
+		outbox := newInstance(t, b, db, table, Options.RetryPolicy(retrypolicy.Fixed(3, 50*time.Millisecond)))
 		outbox.listen(t)
 
 		nowhere := dispatchesTo(unbound, "unroutable-"+messaging.NewID())
@@ -219,28 +193,18 @@ func TestIntegrationARowTheBrokerWillNeverTakeIsRetiredWhileLaterRowsPublish(t *
 		outbox.commit(t, append(append(nowhere, missing...), dispatchesTo(exchange, later...)...)...)
 		received.await(later...)
 
-		admin := NewAdmin(db, Options.Dialect(b.dialect), Options.Table(table))
-		deadline := time.Now().Add(bound)
-		for {
-			retired, err := admin.Retired(context.Background(), 10)
-			if err != nil {
-				t.Fatal(err)
+		outbox.monitor.Await(t, patience, "the 2 rows retired", func(_, _, _, retired int) bool { return retired == 2 })
+		retired, err := NewAdmin(db, Options.Dialect(b.dialect), Options.Table(table)).Retired(context.Background(), 10)
+		if err != nil || len(retired) != 2 {
+			t.Fatalf("Admin.Retired: %d row(s), %v; want 2", len(retired), err)
+		}
+		for _, r := range retired {
+			if r.Attempts != 3 || r.LastError == "" {
+				t.Errorf("retired %s after %d attempts with error %q; want 3 attempts and the broker's reason", r.MessageID, r.Attempts, r.LastError)
 			}
-			if len(retired) == 2 {
-				for _, r := range retired {
-					if r.Attempts != 3 || r.LastError == "" {
-						t.Errorf("retired %s after %d attempts with error %q; want 3 attempts and the broker's reason", r.MessageID, r.Attempts, r.LastError)
-					}
-				}
-				if retired[0].MessageID != nowhere[0].MessageID || retired[1].MessageID != missing[0].MessageID {
-					t.Errorf("retired %s and %s; want %s and %s", retired[0].MessageID, retired[1].MessageID, nowhere[0].MessageID, missing[0].MessageID)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d row(s) retired within %s; want 2", len(retired), bound)
-			}
-			time.Sleep(20 * time.Millisecond)
+		}
+		if retired[0].MessageID != nowhere[0].MessageID || retired[1].MessageID != missing[0].MessageID {
+			t.Errorf("retired %s and %s; want %s and %s", retired[0].MessageID, retired[1].MessageID, nowhere[0].MessageID, missing[0].MessageID)
 		}
 		var total int
 		_ = db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&total)

@@ -2,6 +2,7 @@ package sqlmq
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -146,4 +147,51 @@ func (m *marker) pastDeadline() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return !m.deadline.IsZero() && time.Now().After(m.deadline)
+}
+
+// settle marks confirmed rows dispatched, retrying the update until it lands
+// or the context ends (then the rows are published again later: at least once).
+func (p *processor) settle(ctx context.Context, confirmed []row) {
+	if len(confirmed) == 0 {
+		return
+	}
+	o := p.outbox
+	defer o.forget(confirmed)
+	for first := true; ; first = false {
+		now := time.Now()
+		affected, err := p.mark(ctx, confirmed, now, first)
+		if err == nil {
+			if affected < int64(len(confirmed)) {
+				o.config.logger.Warn(fmt.Sprintf("Confirmed [%d] of [%d] published message(s) in durable storage. The others were already marked dispatched by another instance, so they were published more than once.", affected, len(confirmed)),
+					"marked", affected, "published", len(confirmed))
+			}
+			o.config.monitor.MessageConfirmed(int(affected))
+			for _, r := range confirmed {
+				o.config.monitor.DispatchLag(now.Sub(r.created))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		o.config.logger.Warn(fmt.Sprintf("Unable to mark [%d] confirmed message(s) dispatched in durable storage [%v]; retrying in [%s].", len(confirmed), err, o.config.retry),
+			"count", len(confirmed), "error", err, "retry", o.config.retry)
+		if !p.wait(ctx) {
+			return
+		}
+	}
+}
+
+// markTimeout bounds the first attempt to mark confirmed rows, which runs even
+// when Close has just been called: the broker has the messages, and marking
+// them now saves publishing them again at the next start.
+const markTimeout = 5 * time.Second
+
+func (p *processor) mark(ctx context.Context, confirmed []row, now time.Time, first bool) (int64, error) {
+	if first {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
+		defer cancel()
+	}
+	return p.outbox.store.markDispatched(ctx, rowIDs(confirmed), now)
 }

@@ -12,11 +12,15 @@ type Monitor interface {
 	// MessageConfirmed reports rows the broker confirmed and the processor
 	// marked dispatched.
 	MessageConfirmed(count int)
-	// MessageRetired reports rows set aside after MaxAttempts refusals.
+	// MessageRetired reports rows retired: their retry policy gave up on them, or they can never be published.
 	MessageRetired(count int)
 	// DispatchLag reports, for each confirmed row, the time from its commit to
 	// the broker's confirmation.
 	DispatchLag(lag time.Duration)
+	// CommitInDoubt reports a COMMIT that lost its connection, and what
+	// asking the database on a new connection found: stored or not, or err
+	// when it could not be asked (then Commit returned ErrCommitUnknown).
+	CommitInDoubt(stored bool, err error)
 }
 
 // NopMonitor is the default Monitor; it discards everything.
@@ -36,3 +40,6 @@ func (NopMonitor) MessageRetired(int) {}
 
 // DispatchLag does nothing.
 func (NopMonitor) DispatchLag(time.Duration) {}
+
+// CommitInDoubt does nothing.
+func (NopMonitor) CommitInDoubt(bool, error) {}

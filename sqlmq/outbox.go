@@ -17,10 +17,10 @@ type publisher interface {
 }
 
 // outbox is the state the connector (the writing side) and the processor (the
-// publishing side) share: the configuration, the table, and the channel
+// publishing side) share: the config, the table, and the channel
 // between them.
 type outbox struct {
-	config  configuration
+	config  config
 	store   *store
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -47,33 +47,25 @@ type outbox struct {
 // of its own and Close it after the consumers that write through the outbox.
 //
 // The outbox does not close transport: it is usually shared with consumers.
-func New(transport messaging.Connector, options ...option) (messaging.Connector, messaging.ListenCloser) {
-	config := newConfiguration(options)
-	if config.newPublisher == nil {
-		config.newPublisher = func() publisher { return batch.New(transport) }
+func New(transport messaging.Connector, options ...Option) (messaging.Connector, messaging.ListenCloser) {
+	c := newConfig(options)
+	if c.newPublisher == nil {
+		c.newPublisher = func() publisher { return batch.New(transport) }
 	}
-	o := newOutbox(config)
-	return &connector{outbox: o, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{}), suspects: map[int64]suspect{}}
+	o := newOutbox(c)
+	return &connector{outbox: o, transport: transport, open: map[*connection]struct{}{}}, &processor{outbox: o, done: make(chan struct{})}
 }
 
-func newOutbox(config configuration) *outbox {
-	ctx, cancel := context.WithCancel(config.ctx)
+func newOutbox(c config) *outbox {
+	ctx, cancel := context.WithCancel(c.ctx)
 	return &outbox{
-		config:   config,
-		store:    newStore(config.db, config.dialect, config.table),
+		config:   c,
+		store:    newStore(c.db, c.dialect, c.table),
 		ctx:      ctx,
 		cancel:   cancel,
-		channel:  make(chan row, config.channelCap),
+		channel:  make(chan row, c.channelCap),
 		wake:     make(chan struct{}, 1),
 		expected: map[int64]struct{}{},
-	}
-}
-
-func (o *outbox) expect(rows []row) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, r := range rows {
-		o.expected[r.id] = struct{}{}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/warrenmq/messaging"
@@ -22,33 +24,121 @@ type row struct {
 	leaseUntil time.Time
 }
 
-// columns are the stored fields of a dispatch, in insert order.
-const columns = "message_id, topic, routing_key, correlation_id, causation_id, reply_to, message_type, " +
-	"message_version, content_type, content_encoding, envelope_attempt, first_seen_us, origin, error_reason, " +
-	"claim, route, route_position, route_id, expiration_ms, sent_us, is_transient, headers, payload, created_us"
+// envelopeColumns says where each field of messaging.Envelope is stored, in
+// the order of the Envelope's fields: the one list of them in the outbox.
+// How a value is held follows from its Go type (see storage). The columns
+// are the same since the first release; a field added to the Envelope
+// without a column here stops the package from loading, so its tests fail.
+var envelopeColumns = plan([]struct{ field, column string }{
+	{"MessageID", "message_id"}, {"CorrelationID", "correlation_id"}, {"CausationID", "causation_id"},
+	{"ReplyTo", "reply_to"}, {"MessageType", "message_type"}, {"Version", "message_version"},
+	{"ContentType", "content_type"}, {"ContentEncoding", "content_encoding"}, {"Attempt", "envelope_attempt"},
+	{"FirstSeen", "first_seen_us"}, {"Origin", "origin"}, {"Error", "error_reason"}, {"Claim", "claim"},
+	{"Route", "route"}, {"RoutePosition", "route_position"}, {"RouteID", "route_id"},
+	{"Expiration", "expiration_ms"}, {"Timestamp", "sent_us"},
+})
 
-const columnCount = 24
+// storage is how a column holds an envelope field.
+type storage int
+
+const (
+	text         storage = iota // a string, never NULL
+	optionalText                // a string, NULL when empty
+	integer                     // an int
+	instant                     // a time.Time, in microseconds since the Unix epoch; 0 is none
+	milliseconds                // a time.Duration
+	list                        // a []string, as JSON; NULL when empty
+)
+
+// envelopeColumn is one stored field of the envelope.
+type envelopeColumn struct {
+	column  string
+	index   int // of the field in messaging.Envelope
+	storage storage
+}
+
+// plan resolves the fields of envelopeColumns; it panics, at package load,
+// when the list and messaging.Envelope disagree.
+func plan(fields []struct{ field, column string }) []envelopeColumn {
+	envelope := reflect.TypeFor[messaging.Envelope]()
+	if len(fields) != envelope.NumField() {
+		panic(fmt.Sprintf("sqlmq: %d envelope columns for the %d fields of messaging.Envelope", len(fields), envelope.NumField()))
+	}
+	out := make([]envelopeColumn, len(fields))
+	for i, f := range fields {
+		field, ok := envelope.FieldByName(f.field)
+		if !ok {
+			panic("sqlmq: messaging.Envelope has no field " + f.field)
+		}
+		c := envelopeColumn{column: f.column, index: field.Index[0]}
+		switch field.Type {
+		case reflect.TypeFor[string]():
+			c.storage = text
+			if f.column == "error_reason" {
+				c.storage = optionalText
+			}
+		case reflect.TypeFor[int]():
+			c.storage = integer
+		case reflect.TypeFor[time.Time]():
+			c.storage = instant
+		case reflect.TypeFor[time.Duration]():
+			c.storage = milliseconds
+		case reflect.TypeFor[[]string]():
+			c.storage = list
+		default:
+			panic(fmt.Sprintf("sqlmq: no column type for messaging.Envelope.%s, a %s", f.field, field.Type))
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// columns are the stored fields of a dispatch, in insert order: the
+// envelope's, then the address, the flags, the headers, the body and when the
+// row was made.
+var columns = envelopeColumnList() + ", topic, routing_key, is_transient, headers, payload, created_us"
+
+// columnCount is how many values columns binds.
+var columnCount = len(envelopeColumns) + 6
+
+func envelopeColumnList() string {
+	names := make([]string, len(envelopeColumns))
+	for i, c := range envelopeColumns {
+		names[i] = c.column
+	}
+	return strings.Join(names, ", ")
+}
+
+// selectColumns reads a row back for publishing.
+var selectColumns = "id, " + columns + ", publish_attempts"
 
 // normalize fills what the outbox must fix at store time (message id, first
-// seen, timestamp, mandatory) and rounds every field to what the row can hold,
-// so the live path publishes exactly what a recovered row would.
+// seen, timestamp, mandatory) and then passes the envelope through the row's
+// own encoding and back, so the live path publishes exactly what a recovered
+// row would: times in UTC microseconds, the expiration in milliseconds, an
+// empty route as none, headers as they read back.
 func normalize(d messaging.Dispatch, now time.Time) (messaging.Dispatch, error) {
 	if d.Message != nil && len(d.Payload) == 0 {
 		return d, fmt.Errorf("sqlmq: a dispatch of %T has no Payload; wrap the outbox connector with serialization.New so messages are encoded before they are stored", d.Message)
 	}
-	if d.MessageID == "" {
-		d.MessageID = messaging.NewID()
+	e := d.Envelope()
+	if e.MessageID == "" {
+		e.MessageID = messaging.NewID()
 	}
-	now = now.UTC().Truncate(time.Microsecond)
-	if d.FirstSeen.IsZero() {
-		d.FirstSeen = now
+	if e.FirstSeen.IsZero() {
+		e.FirstSeen = now
 	}
-	d.FirstSeen = d.FirstSeen.UTC().Truncate(time.Microsecond)
-	if d.Timestamp.IsZero() {
-		d.Timestamp = now
+	if e.Timestamp.IsZero() {
+		e.Timestamp = now
 	}
-	d.Timestamp = d.Timestamp.UTC().Truncate(time.Microsecond)
-	d.Expiration = time.Duration(d.Expiration.Milliseconds()) * time.Millisecond
+	stored, err := encodeEnvelope(e)
+	if err != nil {
+		return d, err
+	}
+	if e, err = decodeEnvelope(stored); err != nil {
+		return d, err
+	}
+	d.SetEnvelope(e)
 	d.Mandatory = true
 	// The table has no column for Verbatim: a stored row publishes as an
 	// application's dispatch (Write checked it as one).
@@ -57,16 +147,11 @@ func normalize(d messaging.Dispatch, now time.Time) (messaging.Dispatch, error) 
 	if d.Payload == nil {
 		d.Payload = []byte{}
 	}
-	if len(d.Route) == 0 {
-		d.Route = nil
-	} else {
-		d.Route = append([]string(nil), d.Route...)
-	}
-	text, ok, err := encodeHeaders(d.Headers)
+	headers, ok, err := encodeHeaders(d.Headers)
 	if err != nil {
 		return d, err
 	}
-	if d.Headers, err = decodeHeaders(text, ok); err != nil {
+	if d.Headers, err = decodeHeaders(headers, ok); err != nil {
 		return d, err
 	}
 	return d, nil
@@ -79,21 +164,105 @@ func values(d messaging.Dispatch, created time.Time) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var route sql.NullString
-	if len(d.Route) > 0 {
-		raw, err := json.Marshal(d.Route)
-		if err != nil {
-			return nil, fmt.Errorf("sqlmq: encode route: %w", err)
-		}
-		route = sql.NullString{String: string(raw), Valid: true}
+	stored, err := encodeEnvelope(d.Envelope())
+	if err != nil {
+		return nil, err
 	}
-	return []any{
-		d.MessageID, d.Topic, d.RoutingKey, d.CorrelationID, d.CausationID, d.ReplyTo, d.MessageType,
-		int64(d.Version), d.ContentType, d.ContentEncoding, int64(d.Attempt), microsOrZero(d.FirstSeen), d.Origin,
-		sql.NullString{String: d.Error, Valid: d.Error != ""},
-		d.Claim, route, int64(d.RoutePosition), d.RouteID, d.Expiration.Milliseconds(), microsOrZero(d.Timestamp),
-		d.Transient, sql.NullString{String: headers, Valid: ok}, d.Payload, micros(created),
-	}, nil
+	return append(stored, d.Topic, d.RoutingKey, d.Transient, sql.NullString{String: headers, Valid: ok}, d.Payload, micros(created)), nil
+}
+
+// encodeEnvelope returns the envelope's column values, in the order of
+// envelopeColumns: texts, integers, times in microseconds since the Unix
+// epoch (0 for none), durations in milliseconds, a list as JSON.
+func encodeEnvelope(e messaging.Envelope) ([]any, error) {
+	v := reflect.ValueOf(e)
+	out := make([]any, len(envelopeColumns))
+	for i, c := range envelopeColumns {
+		field := v.Field(c.index)
+		switch c.storage {
+		case text:
+			out[i] = field.String()
+		case optionalText:
+			out[i] = sql.NullString{String: field.String(), Valid: field.String() != ""}
+		case integer:
+			out[i] = field.Int()
+		case instant:
+			out[i] = microsOrZero(field.Interface().(time.Time))
+		case milliseconds:
+			out[i] = time.Duration(field.Int()).Milliseconds()
+		case list:
+			out[i] = sql.NullString{}
+			if field.Len() > 0 {
+				raw, err := json.Marshal(field.Interface())
+				if err != nil {
+					return nil, fmt.Errorf("sqlmq: store %s: %w", c.column, err)
+				}
+				out[i] = sql.NullString{String: string(raw), Valid: true}
+			}
+		}
+	}
+	return out, nil
+}
+
+// decodeEnvelope is encodeEnvelope read back. stored holds, per column, what
+// encodeEnvelope returned or the scan destinations of envelopeTargets.
+func decodeEnvelope(stored []any) (messaging.Envelope, error) {
+	var e messaging.Envelope
+	v := reflect.ValueOf(&e).Elem()
+	for i, c := range envelopeColumns {
+		field := v.Field(c.index)
+		var number int64
+		var content sql.NullString
+		switch value := stored[i].(type) {
+		case string:
+			content = sql.NullString{String: value, Valid: true}
+		case *sql.NullString:
+			content = *value
+		case sql.NullString:
+			content = value
+		case int64:
+			number = value
+		case *int64:
+			number = *value
+		}
+		switch c.storage {
+		case text, optionalText:
+			field.SetString(content.String)
+		case integer:
+			field.SetInt(number)
+		case instant:
+			field.Set(reflect.ValueOf(fromMicros(number)))
+		case milliseconds:
+			field.SetInt(int64(time.Duration(number) * time.Millisecond))
+		case list:
+			var route []string
+			if content.Valid {
+				if err := json.Unmarshal([]byte(content.String), &route); err != nil {
+					return e, fmt.Errorf("malformed %s: %w", c.column, err)
+				}
+			}
+			if len(route) > 0 {
+				field.Set(reflect.ValueOf(route))
+			}
+		}
+	}
+	return e, nil
+}
+
+// envelopeTargets are the scan destinations of the envelope's columns: text
+// columns scan into sql.NullString (a hand-written NULL reads as empty),
+// number columns into int64.
+func envelopeTargets() []any {
+	targets := make([]any, len(envelopeColumns))
+	for i, c := range envelopeColumns {
+		switch c.storage {
+		case text, optionalText, list:
+			targets[i] = new(sql.NullString)
+		default:
+			targets[i] = new(int64)
+		}
+	}
+	return targets
 }
 
 func microsOrZero(t time.Time) int64 {
@@ -102,9 +271,6 @@ func microsOrZero(t time.Time) int64 {
 	}
 	return micros(t)
 }
-
-// selectColumns reads a row back for publishing.
-const selectColumns = "id, " + columns + ", publish_attempts"
 
 type scanner interface {
 	Scan(dest ...any) error
@@ -126,51 +292,37 @@ func (u unreadableRow) Unwrap() error { return u.err }
 
 func scanRow(s scanner) (row, error) {
 	var (
-		r                                    row
-		d                                    messaging.Dispatch
-		version, attempt, position           int64
-		firstSeen, expiration, sent, created int64
-		errorReason, route, headers          sql.NullString
-		transient                            bool
-		publishAttempts                      int64
+		r                     row
+		d                     messaging.Dispatch
+		envelope              = envelopeTargets()
+		headers               sql.NullString
+		created, publishCount int64
 	)
-	err := s.Scan(&r.id, &d.MessageID, &d.Topic, &d.RoutingKey, &d.CorrelationID, &d.CausationID, &d.ReplyTo,
-		&d.MessageType, &version, &d.ContentType, &d.ContentEncoding, &attempt, &firstSeen, &d.Origin,
-		&errorReason, &d.Claim, &route, &position, &d.RouteID, &expiration, &sent, &transient, &headers,
-		&d.Payload, &created, &publishAttempts)
-	if err != nil {
+	targets := append([]any{&r.id}, envelope...)
+	targets = append(targets, &d.Topic, &d.RoutingKey, &d.Transient, &headers, &d.Payload, &created, &publishCount)
+	if err := s.Scan(targets...); err != nil {
 		return r, fmt.Errorf("sqlmq: read an outbox row: %w", err)
 	}
-	d.Version, d.Attempt, d.RoutePosition = int(version), int(attempt), int(position)
-	d.FirstSeen, d.Timestamp = fromMicros(firstSeen), fromMicros(sent)
-	d.Expiration = time.Duration(expiration) * time.Millisecond
-	d.Transient, d.Mandatory = transient, true
-	d.Error = errorReason.String
-	if route.Valid {
-		if err := json.Unmarshal([]byte(route.String), &d.Route); err != nil {
-			return r, unreadableRow{id: r.id, err: fmt.Errorf("malformed route: %w", err)}
-		}
-		if len(d.Route) == 0 {
-			d.Route = nil
-		}
+	e, err := decodeEnvelope(envelope)
+	if err != nil {
+		return r, unreadableRow{id: r.id, err: err}
 	}
+	d.SetEnvelope(e)
+	d.Mandatory = true
 	if d.Headers, err = decodeHeaders(headers.String, headers.Valid); err != nil {
 		return r, unreadableRow{id: r.id, err: err}
 	}
 	if d.Payload == nil {
 		d.Payload = []byte{}
 	}
-	r.dispatch, r.created, r.attempts = d, fromMicros(created), int(publishAttempts)
+	r.dispatch, r.created, r.attempts = d, fromMicros(created), int(publishCount)
 	return r, nil
 }
 
 // clone copies a dispatch deeply enough that the processor and the caller never
 // share a map or slice.
 func clone(d messaging.Dispatch) messaging.Dispatch {
+	d.SetEnvelope(d.Envelope().Clone())
 	d.Headers = maps.Clone(d.Headers)
-	d.Route = append([]string(nil), d.Route...)
-	if len(d.Route) == 0 {
-		d.Route = nil
-	}
 	return d
 }

@@ -1,8 +1,10 @@
 -- The transactional outbox (MySQL 8, MariaDB 10.6 or later).
 -- Times are microseconds since the Unix epoch (UTC); NULL dispatched_us means
--- not yet confirmed by the broker; a non-NULL retired_us means the broker
--- refused the row max-attempts times and it waits for an operator.
-CREATE TABLE Messages (
+-- not yet confirmed by the broker; a non-NULL retired_us means the relay
+-- gave up on the row and it waits for an operator.
+-- Running it again changes nothing. The indexes are declared in the table
+-- because MySQL 8 has no CREATE INDEX IF NOT EXISTS.
+CREATE TABLE IF NOT EXISTS Messages (
     id               bigint unsigned AUTO_INCREMENT NOT NULL,
     message_id       varchar(255)    NOT NULL,
     topic            varchar(255)    NOT NULL DEFAULT '',
@@ -34,7 +36,7 @@ CREATE TABLE Messages (
     retired_us       bigint              NULL,
     lease_owner      varchar(128)        NULL,
     lease_until_us   bigint              NULL,
-    PRIMARY KEY (id)
+    PRIMARY KEY (id),
+    INDEX ix_Messages_pending (dispatched_us, retired_us, id),
+    INDEX ix_Messages_message_id (message_id)
 );
-CREATE INDEX ix_Messages_pending ON Messages (dispatched_us, retired_us, id);
-CREATE INDEX ix_Messages_message_id ON Messages (message_id);

@@ -1,8 +1,9 @@
 -- The transactional outbox (PostgreSQL 9.5 or later).
 -- Times are microseconds since the Unix epoch (UTC); NULL dispatched_us means
--- not yet confirmed by the broker; a non-NULL retired_us means the broker
--- refused the row max-attempts times and it waits for an operator.
-CREATE TABLE Messages (
+-- not yet confirmed by the broker; a non-NULL retired_us means the relay
+-- gave up on the row and it waits for an operator.
+-- Running it again changes nothing.
+CREATE TABLE IF NOT EXISTS Messages (
     id               bigserial    NOT NULL,
     message_id       varchar(255) NOT NULL,
     topic            varchar(255) NOT NULL DEFAULT '',
@@ -36,5 +37,5 @@ CREATE TABLE Messages (
     lease_until_us   bigint           NULL,
     PRIMARY KEY (id)
 );
-CREATE INDEX ix_Messages_pending ON Messages (dispatched_us, retired_us, id);
-CREATE INDEX ix_Messages_message_id ON Messages (message_id);
+CREATE INDEX IF NOT EXISTS ix_Messages_pending ON Messages (dispatched_us, retired_us, id);
+CREATE INDEX IF NOT EXISTS ix_Messages_message_id ON Messages (message_id);

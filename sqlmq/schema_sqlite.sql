@@ -1,8 +1,9 @@
 -- The transactional outbox (SQLite 3.35 or later).
 -- Times are microseconds since the Unix epoch (UTC); NULL dispatched_us means
--- not yet confirmed by the broker; a non-NULL retired_us means the broker
--- refused the row max-attempts times and it waits for an operator.
-CREATE TABLE Messages (
+-- not yet confirmed by the broker; a non-NULL retired_us means the relay
+-- gave up on the row and it waits for an operator.
+-- Running it again changes nothing.
+CREATE TABLE IF NOT EXISTS Messages (
     id               INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id       TEXT    NOT NULL,
     topic            TEXT    NOT NULL DEFAULT '',
@@ -35,5 +36,5 @@ CREATE TABLE Messages (
     lease_owner      TEXT        NULL,
     lease_until_us   INTEGER     NULL
 );
-CREATE INDEX ix_Messages_pending ON Messages (dispatched_us, retired_us, id);
-CREATE INDEX ix_Messages_message_id ON Messages (message_id);
+CREATE INDEX IF NOT EXISTS ix_Messages_pending ON Messages (dispatched_us, retired_us, id);
+CREATE INDEX IF NOT EXISTS ix_Messages_message_id ON Messages (message_id);

@@ -22,6 +22,7 @@ func TestStackFixture(t *testing.T) {
 
 type StackFixture struct {
 	*gunit.Fixture
+	t       *testing.T // the bubble's
 	h       *harness
 	handler messaging.Handler
 	fail    error
@@ -29,8 +30,17 @@ type StackFixture struct {
 
 type orderShipped struct{ OrderID uint64 }
 
-func (f *StackFixture) Setup() {
-	f.h = newHarness(tb(f), openSQLite(tb(f)))
+// run runs test in a bubble, with the stack over a fresh SQLite database.
+func (f *StackFixture) run(test func()) {
+	inBubble(f, func(t *testing.T) {
+		f.t = t
+		f.setup()
+		test()
+	})
+}
+
+func (f *StackFixture) setup() {
+	f.h = newHarness(f.t, openSQLite(f.t))
 	_, err := f.h.db.Exec("CREATE TABLE orders (id INTEGER NOT NULL)")
 	f.So(err, should.BeNil)
 	encoded := serialization.New(f.h.connector,
@@ -53,19 +63,23 @@ func (f *StackFixture) Setup() {
 }
 
 func (f *StackFixture) TestAHandledBatchCommitsItsRowsAndPublishesItsEncodedEvents() {
-	f.h.Listen()
-	f.handler.Handle(context.Background(), uint64(1), uint64(2))
-	f.h.monitor.AwaitConfirmed(tb(f), 2)
-	f.So(f.h.countIn("orders"), should.Equal, 2)
-	published := f.h.publisher.Next(tb(f))
-	f.So(published[0].MessageType, should.Equal, "order-shipped")
-	f.So(published[0].Topic, should.Equal, "order-shipped")
-	f.So(string(published[0].Payload), should.Equal, `{"OrderID":1}`)
+	f.run(func() {
+		f.h.Listen()
+		f.handler.Handle(context.Background(), uint64(1), uint64(2))
+		f.h.monitor.AwaitConfirmed(f.t, 2)
+		f.So(f.h.countIn("orders"), should.Equal, 2)
+		published := f.h.publisher.Next(f.t)
+		f.So(published[0].MessageType, should.Equal, "order-shipped")
+		f.So(published[0].Topic, should.Equal, "order-shipped")
+		f.So(string(published[0].Payload), should.Equal, `{"OrderID":1}`)
+	})
 }
 
 func (f *StackFixture) TestAFailedBatchLeavesNeitherRowsNorEvents() {
-	f.fail = errors.New("the handler failed")
-	f.So(func() { f.handler.Handle(context.Background(), uint64(1)) }, should.Panic)
-	f.So(f.h.countIn("orders"), should.Equal, 0)
-	f.So(f.h.count("1=1"), should.Equal, 0)
+	f.run(func() {
+		f.fail = errors.New("the handler failed")
+		f.So(func() { f.handler.Handle(context.Background(), uint64(1)) }, should.Panic)
+		f.So(f.h.countIn("orders"), should.Equal, 0)
+		f.So(f.h.count("1=1"), should.Equal, 0)
+	})
 }

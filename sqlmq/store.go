@@ -48,11 +48,7 @@ const pendingCondition = "dispatched_us IS NULL AND retired_us IS NULL"
 // transaction and returned in unreadable, so it never holds up the rows behind
 // it.
 func (s *store) claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) (rows []row, unreadable []unreadableRow, err error) {
-	options := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	if s.dialect.IsSQLite() {
-		options = nil
-	}
-	tx, err := s.db.BeginTx(ctx, options)
+	tx, err := s.db.BeginTx(ctx, s.dialect.TxOptions(sql.LevelReadCommitted))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sqlmq: begin the claim of outbox rows: %w", err)
 	}
@@ -281,28 +277,53 @@ func (s *store) recordFailure(ctx context.Context, id int64, attempts int, cause
 	return nil
 }
 
-// countFailure counts one more failed publish of a row whose attempts were
-// stored as was, retiring it when retired is not zero. It reports whether it
-// counted: not when the row was published, retired or counted meanwhile.
-func (s *store) countFailure(ctx context.Context, id int64, was int, retired time.Time) (bool, error) {
-	var retiredAt sql.NullInt64
-	if !retired.IsZero() {
-		retiredAt = sql.NullInt64{Int64: micros(retired), Valid: true}
-	}
-	result, err := s.db.ExecContext(ctx, s.q("UPDATE {t} SET publish_attempts = ?, retired_us = ? WHERE id = ? AND publish_attempts = ? AND dispatched_us IS NULL AND retired_us IS NULL"),
-		int64(was+1), retiredAt, id, int64(was))
+// stored returns the rows of rows the table holds as written (their id with
+// their message id), in order: those a transaction the outbox did not end
+// committed. An id that holds another message (SQLite reuses the ids of a
+// transaction rolled back) is not the row.
+func (s *store) stored(ctx context.Context, rows []row) ([]row, error) {
+	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id FROM {t} WHERE id IN ("+sqldialect.Placeholders(len(rows))+")"), int64s(rowIDs(rows))...)
 	if err != nil {
-		return false, fmt.Errorf("sqlmq: count the failed publish of outbox row %d: %w", id, err)
+		return nil, fmt.Errorf("sqlmq: read back %d outbox row(s): %w", len(rows), err)
 	}
-	affected, err := result.RowsAffected()
-	return affected == 1, err
+	defer func() { _ = result.Close() }()
+	found := map[int64]string{}
+	for result.Next() {
+		var id int64
+		var messageID string
+		if err := result.Scan(&id, &messageID); err != nil {
+			return nil, fmt.Errorf("sqlmq: read back an outbox row: %w", err)
+		}
+		found[id] = messageID
+	}
+	if err := result.Err(); err != nil {
+		return nil, fmt.Errorf("sqlmq: read back %d outbox row(s): %w", len(rows), err)
+	}
+	var kept []row
+	for _, r := range rows {
+		if messageID, ok := found[r.id]; ok && messageID == r.dispatch.MessageID {
+			kept = append(kept, r)
+		}
+	}
+	return kept, nil
+}
+
+// nextDue is the earliest time a row set aside after a failed publish may be
+// tried again (its lease end, with no owner), or zero when no row waits so.
+func (s *store) nextDue(ctx context.Context) (time.Time, error) {
+	var due sql.NullInt64
+	err := s.db.QueryRowContext(ctx, s.q("SELECT MIN(lease_until_us) FROM {t} WHERE "+pendingCondition+" AND lease_owner IS NULL AND lease_until_us IS NOT NULL")).Scan(&due)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlmq: find the next outbox row due: %w", err)
+	}
+	return fromMicros(due.Int64), nil
 }
 
 // countPending counts rows waiting to be published (not dispatched, not retired).
 func (s *store) countPending(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, s.q("SELECT COUNT(*) FROM {t} WHERE "+pendingCondition)).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlmq: count undispatched outbox rows in %s (does the table exist? see sqlmq.Schema): %w", s.table, err)
+		return 0, fmt.Errorf("sqlmq: count undispatched outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", s.table, err)
 	}
 	return n, nil
 }

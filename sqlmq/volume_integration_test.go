@@ -9,10 +9,10 @@ import (
 // Ten thousand messages in transactions of 1 to 100 on the primary dialect:
 // each arrives exactly once, and each transaction's messages in their order.
 func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
-	b := backends[0] // MariaDB
+	b := backends[0]   // MariaDB
+	mq := newBroker(t) // the broker lock before the database's
 	db := b.open(t)
 	table := outboxTable(t, b, db)
-	mq := newBroker(t)
 	exchange := mq.exchange("volume")
 	received := mq.consume(mq.queue("volume", exchange))
 	outbox := newInstance(t, b, db, table)
@@ -28,7 +28,7 @@ func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
 		outbox.commit(t, dispatchesTo(exchange, all[first:first+size]...)...)
 		first += size
 	}
-	received.await(all...)
+	received.awaitArrival(db, table, all...)
 	t.Logf("%d messages in %d transactions published and received in %s", len(all), len(transactions), time.Since(start))
 
 	order, count := received.snapshot()
@@ -50,6 +50,5 @@ func TestIntegrationTenThousandMessagesArriveOnceInCommitOrder(t *testing.T) {
 			}
 		}
 	}
-	var dispatched int
-	awaitCount(t, db, "SELECT COUNT(*) FROM "+table+" WHERE dispatched_us IS NOT NULL", len(all), &dispatched)
+	awaitDispatched(t, db, table, len(all), outbox)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -32,25 +33,36 @@ type commitWriter struct {
 func (w *commitWriter) Write(_ context.Context, dispatches ...messaging.Dispatch) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done {
-		return 0, fmt.Errorf("sqlmq: write after commit or rollback: %w", messaging.ErrClosed)
+	normalized, err := w.outbox.accept(w.done, dispatches)
+	if err != nil {
+		return 0, err
 	}
-	now := w.outbox.config.clock.Now()
+	w.pending = append(w.pending, normalized...)
+	return len(dispatches), nil
+}
+
+// accept checks and normalizes the dispatches of one Write: all of them, or
+// none with the error of the first that cannot be stored, or none when the
+// writer is done.
+func (o *outbox) accept(done bool, dispatches []messaging.Dispatch) ([]messaging.Dispatch, error) {
+	if done {
+		return nil, fmt.Errorf("sqlmq: write after commit or rollback: %w", messaging.ErrClosed)
+	}
+	now := time.Now()
 	normalized := make([]messaging.Dispatch, 0, len(dispatches))
 	for i, d := range dispatches {
 		checked := d
 		checked.Verbatim = false // a row cannot store it; see normalize
-		if err := wire.Check(checked, w.outbox.config.maxPayload); err != nil {
-			return 0, fmt.Errorf("sqlmq: dispatch %d of %d refused, so none of them was buffered: %w", i+1, len(dispatches), err)
+		if err := wire.Check(checked, o.config.maxPayload); err != nil {
+			return nil, fmt.Errorf("sqlmq: dispatch %d of %d refused, so none of them was written: %w", i+1, len(dispatches), err)
 		}
 		n, err := normalize(d, now)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		normalized = append(normalized, n)
 	}
-	w.pending = append(w.pending, normalized...)
-	return len(dispatches), nil
+	return normalized, nil
 }
 
 // Commit inserts the buffered dispatches in the transaction, commits it, and
@@ -79,20 +91,25 @@ func (w *commitWriter) commit() ([]row, error) {
 	w.done = true
 	defer w.connection.release(w)
 	config := w.outbox.config
-	created := config.clock.Now()
+	created := time.Now()
 	leaseUntil := created.Add(config.lease)
 	var ids []int64
 	var unprepared []int
 	if len(w.pending) > 0 {
 		var err error
-		ids, unprepared, err = w.outbox.store.insert(w.ctx, w.tx, w.pending, created, config.owner, leaseUntil)
+		ids, unprepared, err = w.outbox.store.insert(w.ctx, w.tx, true, w.pending, created, config.owner, leaseUntil)
 		if err != nil {
 			_ = w.tx.Rollback()
 			return nil, err
 		}
 	}
 	if err := w.tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlmq: commit the outbox transaction (%d message(s) not stored, unless the connection failed during the COMMIT itself: then they may be stored and will be published; retrying is safe, duplicates possible): %w", len(w.pending), err)
+		if len(ids) == 0 || !inDoubt(err) {
+			return nil, fmt.Errorf("sqlmq: commit the outbox transaction: %w; none of its %d message(s) was stored", err, len(w.pending))
+		}
+		if err := w.resolve(ids[0], w.pending[0].MessageID, len(ids), err); err != nil {
+			return nil, err
+		}
 	}
 	if len(ids) == 0 {
 		return nil, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
 )
 
@@ -24,6 +25,10 @@ const storeTimeout = 10 * time.Second
 // unavailable is all a client learns of a database failure: the details go to
 // the log, where the operator needs them.
 const unavailable = "the order service cannot reach its database just now; try again shortly (send an Idempotency-Key to retry safely)"
+
+// inDoubt is what a client learns when the database could not say whether
+// the order was stored: retrying with the same key finds it if it was.
+const inDoubt = "the order service could not confirm that your order was stored; send the same request again with the same Idempotency-Key, which finds the order if it was"
 
 // errKeyReused reports an Idempotency-Key already used for a different order.
 var errKeyReused = errors.New("the Idempotency-Key was already used for a different order")
@@ -73,7 +78,10 @@ type orderView struct {
 // placeOrder stores the order and its order-placed message in one transaction.
 // With an Idempotency-Key the key is stored in that transaction too, so a
 // retry finds the first order whether or not its response arrived: 201 for the
-// order created, 200 (and Idempotent-Replayed: true) for a retry.
+// order created, 200 (and Idempotent-Replayed: true) for a retry. When the
+// COMMIT loses its connection, the outbox finds out whether it committed: 201
+// when the order was stored, 503 when it was not or the database could not
+// say.
 func (a *ordersAPI) placeOrder(w http.ResponseWriter, r *http.Request) {
 	key, problem := idempotencyKey(r.Header)
 	if problem != nil {
@@ -91,6 +99,9 @@ func (a *ordersAPI) placeOrder(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, errKeyReused):
 		writeProblem(w, &requestError{status: http.StatusUnprocessableEntity, field: idempotencyHeader,
 			message: errKeyReused.Error() + "; use a new key for a new order"})
+	case errors.Is(err, sqlmq.ErrCommitUnknown):
+		a.logger.Error("orders: could not tell whether an order was stored", "error", err)
+		writeError(w, http.StatusServiceUnavailable, inDoubt)
 	case err != nil:
 		a.logger.Error("orders: could not store an order", "error", err)
 		writeError(w, http.StatusServiceUnavailable, unavailable)

@@ -253,7 +253,7 @@ func (svc *service) openTransport(ctx context.Context) error {
 func (svc *service) openOutbox(context.Context) error {
 	svc.outbox, svc.dispatcher = sqlmq.New(svc.transport,
 		sqlmq.Options.StorageHandle(svc.db),
-		sqlmq.Options.RetryTimeout(time.Second),
+		sqlmq.Options.RetryDelay(time.Second),
 		sqlmq.Options.Monitor(svc.metrics.Outbox()),
 		sqlmq.Options.Logger(svc.logger),
 	)

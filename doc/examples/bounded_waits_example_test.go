@@ -15,7 +15,7 @@ func Example_boundedWaits() {
 	fmt.Println("rabbitmq broker timeout:", rabbitmq.DefaultBrokerTimeout)
 	fmt.Println("rabbitmq heartbeat:", rabbitmq.DefaultHeartbeat)
 	fmt.Println("rabbitmq outstanding publishes:", rabbitmq.DefaultMaxOutstandingPublishes)
-	fmt.Println("sqlmq retry timeout:", sqlmq.DefaultRetryTimeout)
+	fmt.Println("sqlmq retry delay:", sqlmq.DefaultRetryDelay)
 	fmt.Println("sqlmq lease timeout:", sqlmq.DefaultLeaseTimeout)
 	fmt.Println("sqlmq shutdown timeout:", sqlmq.DefaultShutdownTimeout)
 
@@ -23,7 +23,7 @@ func Example_boundedWaits() {
 	// rabbitmq broker timeout: 30s
 	// rabbitmq heartbeat: 10s
 	// rabbitmq outstanding publishes: 1000
-	// sqlmq retry timeout: 5s
+	// sqlmq retry delay: 5s
 	// sqlmq lease timeout: 1m0s
 	// sqlmq shutdown timeout: 30s
 }

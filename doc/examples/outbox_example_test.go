@@ -28,7 +28,7 @@ func Example_outbox() {
 	outbox, dispatcher := sqlmq.New(transport,
 		sqlmq.Options.StorageHandle(db),
 		sqlmq.Options.Dialect(sqldialect.SQLite),
-		sqlmq.Options.RetryTimeout(100*time.Millisecond),
+		sqlmq.Options.RetryDelay(100*time.Millisecond),
 		sqlmq.Options.Logger(quiet),
 	)
 	admin := sqlmq.NewAdmin(db, sqlmq.Options.Dialect(sqldialect.SQLite))

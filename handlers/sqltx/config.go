@@ -3,53 +3,41 @@ package sqltx
 import (
 	"database/sql"
 	"log/slog"
+
+	"github.com/warrenmq/messaging/internal/options"
 )
 
 // Options is the entry point for configuring New: sqltx.Options.IsolationLevel(...).
-var Options singleton
+var Options OptionSet
 
-type singleton struct{}
+// OptionSet holds the options of New and Middleware; each method returns an
+// Option. It is exported so that go doc lists them.
+type OptionSet struct{}
 
-type option func(*configuration)
+// Option configures New or Middleware.
+type Option func(*config)
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
-
-type configuration struct {
+type config struct {
 	isolation sql.IsolationLevel
 	logger    *slog.Logger
 	monitor   Monitor
 }
 
-func newConfiguration(options []option) configuration {
-	var c configuration
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+func newConfig(opts []Option) config {
+	c := config{}
+	options.Apply(&c, opts)
 	return c
 }
 
-// IsolationLevel sets the isolation of each batch's transaction. The default,
-// sql.LevelDefault, is the database's own default.
-func (singleton) IsolationLevel(level sql.IsolationLevel) option {
-	return func(c *configuration) { c.isolation = level }
+// IsolationLevel sets the isolation of each batch's transaction. Default:
+// sql.LevelDefault, the database's own default.
+func (OptionSet) IsolationLevel(level sql.IsolationLevel) Option {
+	return func(c *config) { c.isolation = level }
 }
 
-// Logger sets the logger for rollback failures (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *configuration) { c.logger = logger }
-}
+// Logger receives the rollback failures. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// Monitor sets the transaction callbacks (default NopMonitor).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *configuration) { c.monitor = monitor }
-}
+// Monitor receives one callback per step of each batch's transaction.
+// Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

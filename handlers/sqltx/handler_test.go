@@ -61,7 +61,7 @@ func (f *SQLiteFixture) factory(tx *sql.Tx) messaging.Handler {
 	})
 }
 
-func (f *SQLiteFixture) handle(options ...option) (recovered any) {
+func (f *SQLiteFixture) handle(options ...Option) (recovered any) {
 	defer func() { recovered = recover() }()
 	New(f.db, f.factory, append(options, Options.Monitor(f.monitor))...).Handle(f.ctx, "a", "b")
 	return nil
@@ -118,7 +118,7 @@ func (f *SQLiteFixture) TestBeginFailurePanicsWithTheCause() {
 
 	err, _ := recovered.(error)
 	f.So(err, should.NotBeNil)
-	f.So(err.Error(), should.StartWith, "sqltx: begin a transaction")
+	f.So(err.Error(), should.StartWith, "sqltx: begin the batch's transaction: ")
 	f.So(f.monitor.events, should.HaveLength, 1)
 }
 

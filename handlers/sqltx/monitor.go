@@ -1,23 +1,12 @@
 package sqltx
 
-// Monitor receives one callback per step of each batch's transaction.
-type Monitor interface {
-	// TransactionStarted reports BeginTx; err is nil on success.
-	TransactionStarted(err error)
-	// TransactionCommitted reports the commit after the handler returned.
-	TransactionCommitted(err error)
-	// TransactionRolledBack reports the rollback after a handler panic.
-	TransactionRolledBack(err error)
-}
+import "github.com/warrenmq/messaging/handlers/transactional"
+
+// Monitor receives one callback per step of each batch's transaction:
+// TransactionStarted reports BeginTx, TransactionCommitted the commit after the
+// handler returned, TransactionRolledBack the rollback after a failure. It is
+// handlers/transactional's, since sqltx runs its batches through that core.
+type Monitor = transactional.Monitor
 
 // NopMonitor is a Monitor that does nothing.
-type NopMonitor struct{}
-
-// TransactionStarted does nothing.
-func (NopMonitor) TransactionStarted(error) {}
-
-// TransactionCommitted does nothing.
-func (NopMonitor) TransactionCommitted(error) {}
-
-// TransactionRolledBack does nothing.
-func (NopMonitor) TransactionRolledBack(error) {}
+type NopMonitor = transactional.NopMonitor

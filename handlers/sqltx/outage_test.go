@@ -16,7 +16,7 @@ func (f *SQLiteFixture) TestATransactionThatCannotBeginIsAnOutage() {
 	_ = f.db.Close()
 	err, _ := f.handle().(error)
 	f.So(messaging.IsOutage(err), should.BeTrue)
-	f.So(err.Error(), should.StartWith, "sqltx: begin a transaction")
+	f.So(err.Error(), should.StartWith, "sqltx: begin the batch's transaction: ")
 }
 
 func (f *SQLiteFixture) TestACommitFailureAfterTheContextEndedIsNotAnOutage() {

@@ -1,30 +1,32 @@
 package transactional
 
-import "log/slog"
+import (
+	"log/slog"
 
-// Options is the entry point for configuring New:
-// transactional.Options.Monitor(m).
-var Options singleton
+	"github.com/warrenmq/messaging/internal/options"
+)
 
-type singleton struct{}
+// Options is the entry point for configuring New: transactional.Options.Monitor(m).
+var Options OptionSet
 
-type option func(*configuration)
+// OptionSet holds the options of New and Middleware; each method returns an
+// Option. It is exported so that go doc lists them.
+type OptionSet struct{}
 
-// Option is the type of Options' values, exported so options can be collected
-// in a slice before calling New.
-type Option = option
+// Option configures New or Middleware.
+type Option func(*config)
 
-type configuration struct {
+type config struct {
+	name    string
 	logger  *slog.Logger
 	monitor Monitor
 }
 
-func newConfiguration(options []option) configuration {
-	var c configuration
-	for _, o := range options {
-		if o != nil {
-			o(&c)
-		}
+func newConfig(opts []Option) config {
+	c := config{}
+	options.Apply(&c, opts)
+	if c.name == "" {
+		c.name = "transactional"
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -35,12 +37,14 @@ func newConfiguration(options []option) configuration {
 	return c
 }
 
-// Logger sets the logger for rollback and close failures (default slog.Default()).
-func (singleton) Logger(logger *slog.Logger) option {
-	return func(c *configuration) { c.logger = logger }
-}
+// Name labels the decorator's errors and log lines, so a service with two
+// transactional handlers (on two databases, say) can tell their failures
+// apart. Default: "transactional".
+func (OptionSet) Name(name string) Option { return func(c *config) { c.name = name } }
 
-// Monitor sets the transaction callbacks (default NopMonitor).
-func (singleton) Monitor(monitor Monitor) option {
-	return func(c *configuration) { c.monitor = monitor }
-}
+// Logger receives the rollback and close failures. Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
+
+// Monitor receives one callback per step of each batch's transaction.
+// Default: NopMonitor.
+func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/dbfault"
 	"github.com/warrenmq/messaging/internal/redial"
 )
 
@@ -39,7 +38,7 @@ type State struct {
 type Handler struct {
 	link    *redial.Link // the connection every worker's batches share
 	factory func(State) messaging.Handler
-	config  configuration
+	config  config
 }
 
 // New returns a Handler that, for each batch, opens a CommitWriter on connector
@@ -51,20 +50,26 @@ type Handler struct {
 // connection so the next batch redials, and panics with an error wrapping the
 // cause.
 //
-// A transaction that cannot begin or commit is the dependency's failure, not
-// the batch's: that panic is marked with messaging.Outage (unless the cause is
-// the message's own: messaging.ErrWireLimit, messaging.ErrUnroutable, an error
-// marked messaging.Fatal; or the context had ended), so an outer
-// handlers/retry holds the batch without spending its budget and
-// handlers/deadletter never sets it aside. A handler's panic with an error that
-// says the database connection was lost (go-sql-driver's mysql.ErrInvalidConn,
-// a server shutdown, a PostgreSQL connection exception) is marked the same way;
-// errors.Is and errors.As still see the handler's error through the mark.
+// A transaction that cannot begin is the dependency's failure, not the
+// batch's: nothing of the batch has run yet, so that panic is marked with
+// messaging.Outage (unless the cause is marked messaging.Fatal, or the
+// context had ended: then the failure is the shutdown's), and an outer
+// handlers/retry holds the batch without spending its budget while
+// handlers/deadletter never sets it aside. A commit that fails is an outage
+// only when the database or the broker did not answer (messaging.IsOutage
+// recognises a lost connection or database in the commit's error); any other
+// failure (a deferred constraint, a serialization failure, a message the
+// outbox or the broker refused) may be the messages' own and spends their
+// budget. A handler's own panic is re-panicked unchanged: messaging.IsOutage
+// recognises one that says the database connection was lost (a server
+// shutdown, a killed connection, a PostgreSQL connection exception) without a
+// mark.
 //
 // The returned value also implements io.Closer, which closes the kept
 // connection; closing the connector does the same.
-func New(connector messaging.Connector, factory func(State) messaging.Handler, options ...option) messaging.Handler {
-	return &Handler{link: redial.New(connector, "transactional"), factory: factory, config: newConfiguration(options)}
+func New(connector messaging.Connector, factory func(State) messaging.Handler, options ...Option) messaging.Handler {
+	c := newConfig(options)
+	return &Handler{link: redial.New(connector, c.name), factory: factory, config: c}
 }
 
 var _ io.Closer = (*Handler)(nil)
@@ -77,7 +82,7 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 	h.config.monitor.TransactionStarted(err)
 	if err != nil {
 		h.discard(connection)
-		panic(dbfault.BeginFailed(ctx.Err(), err))
+		panic(beginFailed(ctx, err))
 	}
 
 	state := State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}
@@ -86,16 +91,27 @@ func (h *Handler) Handle(ctx context.Context, messages ...any) {
 		// worker, and closing it would roll back or fail their batches too.
 		h.rollback(ctx, writer)
 		h.closeWriter(ctx, writer)
-		panic(dbfault.MarkPanic(value))
+		panic(value)
 	}
 
 	err = writer.Commit()
 	h.config.monitor.TransactionCommitted(err)
 	if err != nil {
 		h.abandon(ctx, connection, writer)
-		panic(dbfault.CommitFailed(ctx.Err(), fmt.Errorf("transactional: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", len(messages), err)))
+		panic(fmt.Errorf("%s: commit %d message(s) after the handler succeeded: %w; the batch was rolled back and will run again", h.config.name, len(messages), err))
 	}
 	h.closeWriter(ctx, writer)
+}
+
+// beginFailed marks err, a failure to begin a batch's transaction, with
+// messaging.Outage: nothing of the batch has run, so its messages are not to
+// blame. It leaves err as it is when it is marked messaging.Fatal, and when the
+// context had already ended (the failure is the shutdown's).
+func beginFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil || messaging.IsFatal(err) {
+		return err
+	}
+	return messaging.Outage(err)
 }
 
 // abandon rolls back the batch, closes its writer, then closes the connection
@@ -116,10 +132,10 @@ func (h *Handler) begin(ctx context.Context) (messaging.Connection, messaging.Co
 	}
 	writer, err := connection.CommitWriter(ctx)
 	if err != nil {
-		return connection, nil, fmt.Errorf("transactional: open a commit writer: %w", err)
+		return connection, nil, fmt.Errorf("%s: begin the batch's transaction: %w", h.config.name, err)
 	}
 	if writer == nil {
-		return connection, nil, errors.New("transactional: the connection returned a nil commit writer")
+		return connection, nil, fmt.Errorf("%s: the connection returned a nil commit writer", h.config.name)
 	}
 	return connection, writer, nil
 }
@@ -135,7 +151,7 @@ func (h *Handler) run(ctx context.Context, state State, messages []any) (failed 
 	failed = true
 	handler := h.factory(state)
 	if handler == nil {
-		panic(errors.New("transactional: the factory returned a nil handler"))
+		panic(fmt.Errorf("%s: the factory returned a nil handler", h.config.name))
 	}
 	handler.Handle(ctx, messages...)
 	failed = false

@@ -72,7 +72,7 @@ func TestFaultConsumeWhileDatabaseIsDown(t *testing.T) {
 		sqlmq.Options.StorageHandle(db),
 		sqlmq.Options.Dialect(sqldialect.MySQL),
 		sqlmq.Options.Table(outbox),
-		sqlmq.Options.RetryTimeout(250*time.Millisecond),
+		sqlmq.Options.RetryDelay(250*time.Millisecond),
 		sqlmq.Options.Logger(quietLogger()),
 	)
 	encodedTransport := serialization.New(transportConnector,

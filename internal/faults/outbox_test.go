@@ -93,7 +93,7 @@ func outboxScenario(t *testing.T, scenario, url string, admin *sql.DB, disturb f
 		sqlmq.Options.StorageHandle(db),
 		sqlmq.Options.Dialect(sqldialect.MySQL),
 		sqlmq.Options.Table(table),
-		sqlmq.Options.RetryTimeout(250*time.Millisecond),
+		sqlmq.Options.RetryDelay(250*time.Millisecond),
 		sqlmq.Options.LeaseTimeout(5*time.Second),
 		sqlmq.Options.Logger(logger(t)),
 	)

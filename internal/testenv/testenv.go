@@ -6,6 +6,10 @@
 // that disturb it for everyone (close_all_connections, memory alarms, stop_app)
 // call Disrupt(t): they hold the lock exclusively, so no other test package in
 // this run, nor another go test process on the machine, sees the disturbance.
+// The databases have a lock of their own (MySQL, Postgres, DisruptDatabases).
+// A test that needs both takes the broker's first: one that asks for the
+// broker lock while it (or the test it runs under) holds the database lock
+// fails at once, naming both, instead of waiting on a test that waits for it.
 package testenv
 
 import (
@@ -16,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,7 +51,7 @@ func env(name, fallback string) string {
 // broker lock until the test ends.
 func Broker(t testing.TB) string {
 	t.Helper()
-	lock(t, syscall.LOCK_SH)
+	lock(t, "testenv.Broker", syscall.LOCK_SH)
 	reachable(t, "RabbitMQ", "127.0.0.1:5672")
 	return AMQPURL
 }
@@ -55,7 +60,7 @@ func Broker(t testing.TB) string {
 // the broker lock exclusively until the test ends.
 func Disrupt(t testing.TB) string {
 	t.Helper()
-	lock(t, syscall.LOCK_EX)
+	lock(t, "testenv.Disrupt", syscall.LOCK_EX)
 	reachable(t, "RabbitMQ", "127.0.0.1:5672")
 	return AMQPURL
 }
@@ -64,7 +69,7 @@ func Disrupt(t testing.TB) string {
 // It holds a shared database lock until the test ends.
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
-	lockFile(t, databaseLockPath, syscall.LOCK_SH)
+	lockDatabases(t, "testenv.MySQL", syscall.LOCK_SH)
 	return OpenMySQL(t)
 }
 
@@ -80,7 +85,7 @@ func OpenMySQL(t testing.TB) *sql.DB {
 // It holds a shared database lock until the test ends.
 func Postgres(t testing.TB) *sql.DB {
 	t.Helper()
-	lockFile(t, databaseLockPath, syscall.LOCK_SH)
+	lockDatabases(t, "testenv.Postgres", syscall.LOCK_SH)
 	reachable(t, "PostgreSQL", "127.0.0.1:5432")
 	return open(t, "pgx", PostgresDSN)
 }
@@ -118,12 +123,71 @@ func reachable(t testing.TB, name, address string) {
 // the exclusive one).
 func DisruptDatabases(t testing.TB) {
 	t.Helper()
-	lockFile(t, databaseLockPath, syscall.LOCK_EX)
+	lockDatabases(t, "testenv.DisruptDatabases", syscall.LOCK_EX)
 }
 
-func lock(t testing.TB, how int) {
+// lock takes the broker lock for t, refusing at once when t (or a test it
+// runs under) holds the database lock: the documented order is the broker's
+// first, and a test that takes them the other way round can wait for ever on
+// one held by a test that waits for the other.
+func lock(t testing.TB, how string, mode int) {
 	t.Helper()
-	lockFile(t, lockPath, how)
+	if err := brokerAfterDatabase(t.Name(), how); err != nil {
+		t.Fatal(err)
+	}
+	lockFile(t, lockPath, mode)
+}
+
+// brokerAfterDatabase is the error of a test named name that asks for the
+// broker lock with how while it holds the database lock, naming both; nil
+// when it holds none.
+func brokerAfterDatabase(name, how string) error {
+	held, holder, ok := databaseLockOf(name)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("testenv: %s takes the broker lock (%s) while %s holds the database lock (%s): "+
+		"take the broker lock first (testenv.Broker or testenv.Disrupt before testenv.MySQL, testenv.Postgres or testenv.DisruptDatabases)",
+		name, how, holder, held)
+}
+
+// databaseLocks records which test holds the database lock, and how, so the
+// broker lock can be refused to it (see lock).
+var databaseLocks = struct {
+	sync.Mutex
+	by map[string]string // test name: the call that took the lock
+}{by: map[string]string{}}
+
+// lockDatabases takes the database lock for t and records it until t ends.
+func lockDatabases(t testing.TB, how string, mode int) {
+	t.Helper()
+	lockFile(t, databaseLockPath, mode)
+	name := t.Name()
+	databaseLocks.Lock()
+	databaseLocks.by[name] = how
+	databaseLocks.Unlock()
+	t.Cleanup(func() {
+		databaseLocks.Lock()
+		delete(databaseLocks.by, name)
+		databaseLocks.Unlock()
+	})
+}
+
+// databaseLockOf reports the database lock held by the test named name or
+// by one it runs under (a parent of a subtest), and which test holds it.
+func databaseLockOf(name string) (how, holder string, ok bool) {
+	databaseLocks.Lock()
+	defer databaseLocks.Unlock()
+	for test := name; ; {
+		if how, ok := databaseLocks.by[test]; ok {
+			return how, test, true
+		}
+		slash := strings.LastIndexByte(test, '/')
+		if slash < 0 {
+			return "", "", false
+		}
+		test = test[:slash]
+	}
 }
 
 func lockFile(t testing.TB, path string, how int) {

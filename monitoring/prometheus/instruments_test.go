@@ -70,6 +70,7 @@ Desc{fqName: "idempotency_total", help: "Idempotency guard outcomes per delivery
 Desc{fqName: "ordering_gaps_skipped_total", help: "Messages that stopped waiting for earlier deliveries of their stream that never reached ordering (set aside or filtered before the handler, or later than the arrival window).", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "ordering_wait_seconds", help: "Time a message waited behind an earlier message with the same ordering key.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "ordering_waits_total", help: "Messages that waited behind an earlier message with the same ordering key.", unit: "", constLabels: {}, variableLabels: {stream}}
+Desc{fqName: "outbox_commit_in_doubt_total", help: "Outbox COMMITs that lost their connection, by what a new connection found (stored, not_stored, unknown).", unit: "", constLabels: {}, variableLabels: {outcome}}
 Desc{fqName: "outbox_confirmed_total", help: "Outbox messages the broker confirmed and the relay marked dispatched.", unit: "", constLabels: {}, variableLabels: {}}
 Desc{fqName: "outbox_dispatch_lag_seconds", help: "Time from the outbox commit to the broker's confirmation.", unit: "", constLabels: {}, variableLabels: {}}
 Desc{fqName: "outbox_published_total", help: "Outbox messages handed to the transport, retries included.", unit: "", constLabels: {}, variableLabels: {}}

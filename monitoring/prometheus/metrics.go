@@ -40,6 +40,7 @@ type Metrics struct {
 	confirmed prom.Counter
 	retired   prom.Counter
 	lag       prom.Histogram
+	inDoubt   *prom.CounterVec
 
 	streamOpened   *prom.CounterVec
 	streamClosed   *prom.CounterVec
@@ -133,6 +134,7 @@ func (m *Metrics) outboxInstruments(i *instruments) {
 	m.published = i.counter("outbox_published_total", "Outbox messages handed to the transport, retries included.")
 	m.confirmed = i.counter("outbox_confirmed_total", "Outbox messages the broker confirmed and the relay marked dispatched.")
 	m.retired = i.counter("outbox_retired_total", "Outbox messages retired after repeated refusals; they wait for an operator.")
+	m.inDoubt = i.counterVec("outbox_commit_in_doubt_total", "Outbox COMMITs that lost their connection, by what a new connection found (stored, not_stored, unknown).", "outcome")
 	m.lag = i.histogram("outbox_dispatch_lag_seconds", "Time from the outbox commit to the broker's confirmation.",
 		[]float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300})
 }

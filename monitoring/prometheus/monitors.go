@@ -64,6 +64,13 @@ func (o outboxMonitor) MessagePublished(count int)    { o.m.published.Add(float6
 func (o outboxMonitor) MessageConfirmed(count int)    { o.m.confirmed.Add(float64(count)) }
 func (o outboxMonitor) MessageRetired(count int)      { o.m.retired.Add(float64(count)) }
 func (o outboxMonitor) DispatchLag(lag time.Duration) { o.m.lag.Observe(seconds(lag)) }
+func (o outboxMonitor) CommitInDoubt(stored bool, err error) {
+	outcome := map[bool]string{true: "stored", false: "not_stored"}[stored]
+	if err != nil {
+		outcome = "unknown"
+	}
+	o.m.inDoubt.WithLabelValues(outcome).Inc()
+}
 
 type streamingMonitor struct{ m *Metrics }
 

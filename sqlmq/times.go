@@ -8,19 +8,6 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// Clock is the outbox's source of time and timers. Tests replace it to decide
-// when a handoff times out or a retry wait ends.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 func defaultOwner() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
