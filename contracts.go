@@ -85,52 +85,6 @@ type CommitWriter interface {
 	Rollback() error
 }
 
-// StreamConfig describes the queue a Reader consumes and the topology around it.
-type StreamConfig struct {
-	// StreamName is the queue to consume.
-	StreamName string
-	// ConsumerName is reported to the broker as the consumer tag prefix.
-	ConsumerName string
-	// Topics are the exchanges the queue is bound to when EstablishTopology is
-	// set: the fanout shorthand (a durable fanout exchange each, key "").
-	Topics []string
-	// Bindings are further bindings when EstablishTopology is set: each
-	// declares its exchange (durable, of its Kind) and binds under its Key.
-	Bindings []StreamBinding
-	// EstablishTopology declares the queue, the topic exchanges and their bindings.
-	EstablishTopology bool
-	// Replication declares the queue as a quorum queue.
-	Replication bool
-	// QueueType declares the queue of this type (classic, quorum, stream);
-	// empty follows Replication. Replication with another type is an error.
-	QueueType QueueType
-	// QueueArguments are declared on the queue besides the type and the
-	// dead-letter arguments (x-max-length, x-message-ttl, ...).
-	QueueArguments map[string]any
-	// ExclusiveStream declares the queue exclusive to this connection.
-	ExclusiveStream bool
-	// AutoDeleteStream declares the queue auto-delete: it goes with its last consumer.
-	AutoDeleteStream bool
-	// TransientStream declares the queue non-durable.
-	TransientStream bool
-	// ConsumerArguments are passed to the consume call (x-stream-offset on a
-	// stream queue, x-priority).
-	ConsumerArguments map[string]any
-	// ExactConsumerTag makes ConsumerName the consumer tag as it is, without
-	// the unique suffix; two consumers with one tag on one channel are refused.
-	ExactConsumerTag bool
-	// Poll reads with basic.get, one message per Read, instead of a consumer:
-	// Read returns ErrQueueEmpty at once when no message is ready.
-	Poll bool
-	// DeadLetters declares the settlement topology at start: the acemq.dlx
-	// exchange and the {queue}.dlq and {queue}.parked queues bound to it.
-	DeadLetters bool
-	// BufferCapacity is the broker prefetch (deliveries held unacknowledged).
-	BufferCapacity uint16
-	// BatchCapacity is the largest batch a consumer forms from the stream.
-	BatchCapacity uint16
-}
-
 // Dispatch is an outbound message. Only Message (with a serializer) or Payload is
 // required; the transport fills the envelope defaults (id, correlation, attempt,
 // first seen, origin) when they are empty.

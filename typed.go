@@ -31,7 +31,7 @@ func HandleEach[T any](fn func(ctx context.Context, message T) error) Handler {
 		values, deliveries := typedBatch[T](ctx, messages)
 		for i, value := range values {
 			if err := fn(withOne(ctx, deliveries, i), value); err != nil {
-				panic(failure(deliveries, i, err))
+				panic(failedOn(deliveries, i, err))
 			}
 		}
 	})
@@ -131,9 +131,9 @@ func withOne(ctx context.Context, deliveries []Delivery, i int) context.Context 
 	return WithDeliveries(ctx, deliveries[i:i+1])
 }
 
-// failure is err, named with the message it failed on when the envelope is
+// failedOn is err, named with the message it failed on when the envelope is
 // known; errors.Is and IsFatal/IsOutage still see err through it.
-func failure(deliveries []Delivery, i int, err error) error {
+func failedOn(deliveries []Delivery, i int, err error) error {
 	if deliveries == nil {
 		return err
 	}

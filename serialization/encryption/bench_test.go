@@ -3,7 +3,7 @@ package encryption
 import (
 	"testing"
 
-	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 )
 
 // BenchmarkJSON is the inner codec alone, on the order every codec's

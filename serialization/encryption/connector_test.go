@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/serialization/encryption"

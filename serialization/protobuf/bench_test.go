@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/serialization"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 )
 
 // FuzzDeserialize: whatever the bytes, decoding into a generated message, a

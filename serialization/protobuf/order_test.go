@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/warrenmq/messaging/internal/codectest"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 )
 
 // orderDescriptor describes codectest.Order as a .proto file would, built in

@@ -6,24 +6,23 @@ import (
 	"testing"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/codectest"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/patterns/schema"
+	"github.com/warrenmq/messaging/patterns/schema/avro"
 	"github.com/warrenmq/messaging/serialization"
-	"github.com/warrenmq/messaging/serialization/avro"
 )
 
 // Through serialization on the in-memory transport: each mode's consumer,
 // registered for the codec's ContentTypes, reads its own mode's messages and
 // refuses the other mode's by content type instead of decoding wrong values.
 func TestEachModeTravelsThroughSerializationAndRefusesTheOther(t *testing.T) {
-	orderType := reflect.TypeFor[codectest.Order]()
+	orderType := reflect.TypeFor[avro.Order]()
 	registry := schema.NewMemoryRegistry()
-	registered, err := avro.NewRegistered(registry, avro.Options.Write(orderType, "order", codectest.OrderSchema))
+	registered, err := avro.NewRegistered(registry, avro.Options.Write(orderType, "order", avro.OrderSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := avro.NewPlain(codectest.OrderSchema)
+	plain, err := avro.NewPlain(avro.OrderSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,16 +37,16 @@ func TestEachModeTravelsThroughSerializationAndRefusesTheOther(t *testing.T) {
 			serialization.Options.ReadTypes(map[string]reflect.Type{"order": orderType}))
 	}
 	write := map[reflect.Type]string{orderType: "order"}
-	order := codectest.SampleOrder()
+	order := avro.SampleOrder()
 	for _, c := range []struct {
 		name             string
 		publisher, other *avro.Codec
 	}{{"registered", registered, plain}, {"plain", plain, registered}} {
-		delivery := codectest.Through(t, broker, codectest.Publisher(broker, c.publisher, write), consumer(c.publisher), "avro-orders", messaging.Dispatch{Message: order})
+		delivery := avro.Through(t, broker, avro.Publisher(broker, c.publisher, write), consumer(c.publisher), "avro-orders", messaging.Dispatch{Message: order})
 		if delivery.ContentType != c.publisher.ContentType() || !reflect.DeepEqual(delivery.Message, order) {
 			t.Fatalf("%s: content type %q, read %+v (undecodable %v)", c.name, delivery.ContentType, delivery.Message, delivery.Undecodable)
 		}
-		delivery = codectest.Through(t, broker, codectest.Publisher(broker, c.publisher, write), consumer(c.other), "avro-orders", messaging.Dispatch{Message: order})
+		delivery = avro.Through(t, broker, avro.Publisher(broker, c.publisher, write), consumer(c.other), "avro-orders", messaging.Dispatch{Message: order})
 		if delivery.Message != nil || !errors.Is(delivery.Undecodable, serialization.ErrUnknownContentType) {
 			t.Fatalf("%s read by the other mode: %+v, %v", c.name, delivery.Message, delivery.Undecodable)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/warrenmq/messaging/internal/codectest"
 	"github.com/warrenmq/messaging/patterns/schema"
 )
 
@@ -18,7 +17,7 @@ func FuzzDeserialize(f *testing.F) {
 	readers := []*Codec{writer}
 	resolving, _ := NewRegistered(registry, Options.Read(typeV2, schemaV2), Options.Read(typeV1, schemaV1))
 	readers = append(readers, resolving)
-	for _, definition := range []string{schemaV1, schemaV2, codectest.OrderSchema, `["null","string",{"type":"map","values":"long"}]`} {
+	for _, definition := range []string{schemaV1, schemaV2, OrderSchema, `["null","string",{"type":"map","values":"long"}]`} {
 		plain, _ := NewPlain(definition)
 		readers = append(readers, plain)
 	}
@@ -29,7 +28,7 @@ func FuzzDeserialize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		for _, reader := range readers {
-			targets := []any{new(orderV1), new(orderV2), new(codectest.Order), new(map[string]any), new(any)}
+			targets := []any{new(orderV1), new(orderV2), new(Order), new(map[string]any), new(any)}
 			for _, target := range targets {
 				if reader.Deserialize(payload, target) != nil {
 					continue

@@ -6,7 +6,7 @@ import (
 	"reflect"
 
 	"github.com/warrenmq/messaging/patterns/schema"
-	"github.com/warrenmq/messaging/serialization/avro"
+	"github.com/warrenmq/messaging/patterns/schema/avro"
 )
 
 // OrderPlaced is the publisher's message; its fields map to the schema's by
