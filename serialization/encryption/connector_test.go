@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/serialization/encryption"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 )
 
 // Through serialization on the in-memory transport: the publisher writes the

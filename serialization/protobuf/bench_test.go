@@ -6,8 +6,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 )
 
 // BenchmarkJSON is the order every codec's benchmark uses, as JSON.

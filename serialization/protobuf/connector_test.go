@@ -8,9 +8,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/serialization"
+	"github.com/warrenmq/messaging/serialization/internal/codectest"
 	"github.com/warrenmq/messaging/serialization/protobuf"
 )
 
