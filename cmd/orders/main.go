@@ -299,14 +299,14 @@ func (svc *service) buildHandlers(context.Context) error {
 	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(svc.metrics.Idempotency()))
 	svc.shipper = svc.tracing.handler(retry.New(
 		transactional.New(svc.encodedOutbox, func(state transactional.State) messaging.Handler {
-			return once(&shipOrders{tx: state.Tx, writer: state.Writer})
+			return once(shipOrders(state.Tx, state.Writer))
 		}, transactional.Options.Monitor(svc.metrics.Transactional())),
 		retry.Options.Policy(budget),
 		retry.Options.Monitor(svc.metrics.Retry()),
 		retry.Options.Logger(svc.logger),
 	))
 	svc.recorder = svc.tracing.handler(retry.New(
-		sqltx.New(svc.db, func(tx *sql.Tx) messaging.Handler { return &recordShipments{tx: tx} },
+		sqltx.New(svc.db, recordShipments,
 			sqltx.Options.Monitor(svc.metrics.Transactional())),
 		retry.Options.Policy(budget),
 		retry.Options.Logger(svc.logger),
@@ -437,49 +437,37 @@ func (svc *service) serve(ctx context.Context) error {
 	return nil
 }
 
-// shipOrders marks each placed order shipped and announces it, in the
-// transaction the transactional decorator opened.
-type shipOrders struct {
-	tx     *sql.Tx
-	writer messaging.Writer
-}
-
-func (h *shipOrders) Handle(ctx context.Context, messages ...any) {
-	for _, message := range messages {
-		placed, ok := message.(OrderPlaced)
-		if !ok {
-			panic(messaging.Fatalf("orders: unexpected message %T on %s", message, shipQueue))
-		}
-		result, err := h.tx.ExecContext(ctx,
+// shipOrders marks a placed order shipped and announces it, in the batch's
+// transaction (transactional opened it; writer writes into it). A failure
+// fails the batch: the transaction rolls back and retry runs it again.
+func shipOrders(tx *sql.Tx, writer messaging.Writer) messaging.Handler {
+	return messaging.HandleEach(func(ctx context.Context, placed OrderPlaced) error {
+		result, err := tx.ExecContext(ctx,
 			"UPDATE orders SET status = 'shipped', shipped_at = ? WHERE id = ? AND status = 'placed'",
 			time.Now().UTC(), placed.OrderID)
 		if err != nil {
-			panic(fmt.Errorf("orders: mark %s shipped: %w", placed.OrderID, err))
+			return fmt.Errorf("orders: mark %s shipped: %w", placed.OrderID, err)
 		}
 		if n, _ := result.RowsAffected(); n == 0 {
-			continue // a redelivery of an order already shipped: nothing more to do
+			return nil // a redelivery of an order already shipped: nothing more to do
 		}
-		if _, err := h.writer.Write(ctx, messaging.Dispatch{Message: OrderShipped{OrderID: placed.OrderID}}); err != nil {
-			panic(fmt.Errorf("orders: announce %s shipped: %w", placed.OrderID, err))
+		if _, err := writer.Write(ctx, messaging.Dispatch{Message: OrderShipped{OrderID: placed.OrderID}}); err != nil {
+			return fmt.Errorf("orders: announce %s shipped: %w", placed.OrderID, err)
 		}
-	}
+		return nil
+	})
 }
 
 // recordShipments keeps a log of order-shipped events; a redelivery is a no-op.
-type recordShipments struct{ tx *sql.Tx }
-
-func (h *recordShipments) Handle(ctx context.Context, messages ...any) {
-	for _, message := range messages {
-		shipped, ok := message.(OrderShipped)
-		if !ok {
-			panic(messaging.Fatalf("orders: unexpected message %T on %s", message, shippedQueue))
-		}
-		if _, err := h.tx.ExecContext(ctx,
+func recordShipments(tx *sql.Tx) messaging.Handler {
+	return messaging.HandleEach(func(ctx context.Context, shipped OrderShipped) error {
+		if _, err := tx.ExecContext(ctx,
 			"INSERT IGNORE INTO order_events (order_id, event, recorded_at) VALUES (?, ?, ?)",
 			shipped.OrderID, shippedTopic, time.Now().UTC()); err != nil {
-			panic(fmt.Errorf("orders: record %s shipped: %w", shipped.OrderID, err))
+			return fmt.Errorf("orders: record %s shipped: %w", shipped.OrderID, err)
 		}
-	}
+		return nil
+	})
 }
 
 // subscriptionsCheck fails while a subscription of the consumer is waiting on
