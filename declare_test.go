@@ -101,6 +101,17 @@ func (f *TopologyFixture) TestASourceQueueFollowsTheStreamConfig() {
 	f.So(err, should.NotBeNil)
 }
 
+func (f *TopologyFixture) TestAStreamSourceQueueCarriesNoDeadLetterArguments() {
+	for _, config := range []StreamConfig{
+		{StreamName: "log", DeadLetters: true, QueueType: QueueStream},
+		{StreamName: "log", DeadLetters: true, QueueArguments: map[string]any{QueueTypeArgument: "stream"}},
+	} {
+		q, err := config.SourceQueue()
+		f.So(err, should.BeNil)
+		f.So(q.Arguments["x-dead-letter-exchange"], should.BeNil)
+	}
+}
+
 func (f *TopologyFixture) TestTopicsAreFanoutBindingsBeforeTheBindings() {
 	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
 	f.So(bindings, should.Resemble, []StreamBinding{

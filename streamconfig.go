@@ -53,6 +53,9 @@ type StreamConfig struct {
 // QueueType (quorum with Replication, classic by default), with
 // QueueArguments and, with DeadLetters, x-dead-letter-exchange = acemq.dlx and
 // x-dead-letter-routing-key = {queue}.dlq, as every AceMQ library declares it.
+// A stream queue gets no dead-letter arguments: RabbitMQ refuses them on a
+// stream, which never dead-letters (settlement publishes its set-aside copies
+// itself).
 func (c StreamConfig) SourceQueue() (Queue, error) {
 	q := Queue{
 		Name: c.StreamName, Type: c.QueueType,
@@ -68,7 +71,7 @@ func (c StreamConfig) SourceQueue() (Queue, error) {
 	for name, value := range c.QueueArguments {
 		arguments[name] = value
 	}
-	if c.DeadLetters {
+	if c.DeadLetters && q.Type != QueueStream && c.QueueArguments[QueueTypeArgument] != string(QueueStream) {
 		arguments["x-dead-letter-exchange"] = "acemq.dlx"
 		arguments["x-dead-letter-routing-key"] = c.StreamName + ".dlq"
 	}
