@@ -79,6 +79,37 @@ func (f *TopologyFixture) TestATypeStatedTwiceDifferentlyOrUnknownIsRefused() {
 	f.So(err, should.NotBeNil)
 }
 
+func (f *TopologyFixture) TestAStreamQueueIsDeclaredDurableSharedAndKept() {
+	for _, q := range []Queue{
+		{Name: "log", Type: QueueStream, Exclusive: true, AutoDelete: true},
+		{Name: "log", Arguments: map[string]any{QueueTypeArgument: "stream"}, Exclusive: true},
+	} {
+		declared, err := DeclaredQueue(q)
+		f.So(err, should.BeNil)
+		f.So(declared.Durable, should.BeTrue)
+		f.So(declared.Exclusive, should.BeFalse)
+		f.So(declared.AutoDelete, should.BeFalse)
+		f.So(declared.Arguments[QueueTypeArgument], should.Equal, "stream")
+	}
+}
+
+func (f *TopologyFixture) TestOtherQueuesAreDeclaredAsGiven() {
+	given := map[string]any{"x-max-length": 10}
+	for _, q := range []Queue{
+		{Name: "scratch", Exclusive: true, AutoDelete: true, Arguments: given},
+		{Name: "q", Type: QueueQuorum, Durable: true, Arguments: given},
+	} {
+		declared, err := DeclaredQueue(q)
+		f.So(err, should.BeNil)
+		arguments, _ := QueueArguments(q)
+		q.Arguments = arguments
+		f.So(declared, should.Resemble, q)
+	}
+	f.So(given, should.HaveLength, 1)
+	_, err := DeclaredQueue(Queue{Name: "q", Type: QueueStream, Arguments: map[string]any{QueueTypeArgument: "quorum"}})
+	f.So(err, should.NotBeNil)
+}
+
 func (f *TopologyFixture) TestAnExchangeNeedsAKnownKindAndAName() {
 	f.So(Exchange{Name: "x", Kind: ExchangeHeaders}.Validate(), should.BeNil)
 	f.So(Exchange{Name: "x"}.Validate(), should.NotBeNil)

@@ -101,8 +101,7 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 		if err != nil {
 			return warnings, err
 		}
-		arguments, err := messaging.QueueArguments(source)
-		if err != nil {
+		if source, err = messaging.DeclaredQueue(source); err != nil {
 			return warnings, err
 		}
 		var bindable []messaging.StreamBinding
@@ -120,8 +119,7 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 				bindable = append(bindable, binding)
 			}
 		}
-		options := QueueOptions{Durable: source.Durable, Exclusive: source.Exclusive, AutoDelete: source.AutoDelete, Arguments: arguments}
-		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, options, r.conn)); err != nil {
+		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, queueOptions(source), r.conn)); err != nil {
 			return warnings, err
 		}
 		for _, binding := range bindable {

@@ -92,8 +92,7 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 		if err != nil {
 			return err
 		}
-		arguments, err := messaging.QueueArguments(source)
-		if err != nil {
+		if source, err = messaging.DeclaredQueue(source); err != nil {
 			return err
 		}
 		var bindable []messaging.StreamBinding
@@ -113,7 +112,7 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 			}
 		}
 		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", queue), "", func(ch adapter.Channel) error {
-			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(arguments))
+			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(source.Arguments))
 			return err
 		}); err != nil {
 			return err
