@@ -144,8 +144,31 @@ func (f *TopologyFixture) TestAStreamSourceQueueCarriesNoDeadLetterArguments() {
 }
 
 func (f *TopologyFixture) TestTopicsAreFanoutBindingsBeforeTheBindings() {
-	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
+	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Kind: ExchangeDirect, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
 	f.So(bindings, should.Resemble, []StreamBinding{
-		{Exchange: "a", Kind: ExchangeFanout}, {Exchange: "b", Kind: ExchangeFanout, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"},
+		{Exchange: "a", Kind: ExchangeFanout}, {Exchange: "b", Kind: ExchangeDirect, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"},
+	})
+}
+
+func (f *TopologyFixture) TestABindingWithAKeyAndNoKindIsATopic() {
+	config := StreamConfig{Bindings: []StreamBinding{{Exchange: "orders", Key: "order.*"}, {Exchange: "audit"}}}
+	f.So(config.StreamBindings(), should.Resemble, []StreamBinding{
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "order.*"}, {Exchange: "audit", Kind: ExchangeFanout},
+	})
+	f.So(config.Bindings[0].Kind, should.BeEmpty) // the config is not changed
+}
+
+func (f *TopologyFixture) TestAnExchangeHasOneKindForAllItsBindings() {
+	bindings := StreamConfig{Topics: []string{"orders", "refunds"}, Bindings: []StreamBinding{
+		{Exchange: "orders", Key: "order.*"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "refund"},
+		{Exchange: "refunds", Key: "chargeback"},
+	}}.StreamBindings()
+	f.So(bindings, should.Resemble, []StreamBinding{
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "#"}, // a topic still receives everything of its exchange
+		{Exchange: "refunds", Kind: ExchangeDirect},
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "order.*"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "refund"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "chargeback"},
 	})
 }

@@ -74,11 +74,13 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	return s, nil
 }
 
-// establishLocked declares what the transport declares for a stream: a
-// durable fanout exchange per topic, the durable queue (quorum with
+// establishLocked declares what the transport declares for a stream: the
+// exchange of every binding (config.StreamBindings: a durable fanout per
+// topic, a topic exchange for a binding that routes by key, others of their
+// kinds), the durable queue (messaging.DeclaredQueue; quorum with
 // Replication, exclusive with ExclusiveStream, and with DeadLetters the
 // arguments x-dead-letter-exchange=acemq.dlx and
-// x-dead-letter-routing-key={queue}.dlq) bound to each with key "", and with
+// x-dead-letter-routing-key={queue}.dlq) bound to each under its key, and with
 // DeadLetters the acemq.dlx direct exchange and the {q}.dlq and {q}.parked
 // classic queues bound to it on their own names. As on RabbitMQ, a queue or
 // exchange that exists with other properties is used as it is, with a
