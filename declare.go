@@ -44,8 +44,9 @@ type Exchange struct {
 // Queue is a queue to declare.
 type Queue struct {
 	Name string
-	// Type is classic when empty. A quorum or stream queue must be durable,
-	// not exclusive and not auto-delete; the broker refuses it otherwise.
+	// Type is classic when empty. A quorum queue must be durable, not
+	// exclusive and not auto-delete; the broker refuses it otherwise. A stream
+	// queue is always declared so, whatever the flags say (DeclaredQueue).
 	Type       QueueType
 	Durable    bool
 	Exclusive  bool
@@ -145,6 +146,25 @@ func QueueArguments(q Queue) (map[string]any, error) {
 		return args, nil
 	}
 	return nil, fmt.Errorf("queue %q: unknown queue type %q; use classic, quorum or stream", q.Name, q.Type)
+}
+
+// DeclaredQueue returns q as every transport declares it, the one rule the
+// transports and topology plans share: its Arguments carry the x-queue-type
+// of Type (see QueueArguments), and a stream queue (Type stream, or
+// x-queue-type=stream among the Arguments) is durable and neither exclusive
+// nor auto-delete whatever q says, because RabbitMQ refuses a stream that is
+// any of those with an error that does not mention streams. It fails as
+// QueueArguments does; q's map is not changed.
+func DeclaredQueue(q Queue) (Queue, error) {
+	arguments, err := QueueArguments(q)
+	if err != nil {
+		return Queue{}, err
+	}
+	q.Arguments = arguments
+	if arguments[QueueTypeArgument] == string(QueueStream) {
+		q.Durable, q.Exclusive, q.AutoDelete = true, false, false
+	}
+	return q, nil
 }
 
 // Validate reports what the kind of x is missing or wrong, before a broker is asked.

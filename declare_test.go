@@ -79,6 +79,37 @@ func (f *TopologyFixture) TestATypeStatedTwiceDifferentlyOrUnknownIsRefused() {
 	f.So(err, should.NotBeNil)
 }
 
+func (f *TopologyFixture) TestAStreamQueueIsDeclaredDurableSharedAndKept() {
+	for _, q := range []Queue{
+		{Name: "log", Type: QueueStream, Exclusive: true, AutoDelete: true},
+		{Name: "log", Arguments: map[string]any{QueueTypeArgument: "stream"}, Exclusive: true},
+	} {
+		declared, err := DeclaredQueue(q)
+		f.So(err, should.BeNil)
+		f.So(declared.Durable, should.BeTrue)
+		f.So(declared.Exclusive, should.BeFalse)
+		f.So(declared.AutoDelete, should.BeFalse)
+		f.So(declared.Arguments[QueueTypeArgument], should.Equal, "stream")
+	}
+}
+
+func (f *TopologyFixture) TestOtherQueuesAreDeclaredAsGiven() {
+	given := map[string]any{"x-max-length": 10}
+	for _, q := range []Queue{
+		{Name: "scratch", Exclusive: true, AutoDelete: true, Arguments: given},
+		{Name: "q", Type: QueueQuorum, Durable: true, Arguments: given},
+	} {
+		declared, err := DeclaredQueue(q)
+		f.So(err, should.BeNil)
+		arguments, _ := QueueArguments(q)
+		q.Arguments = arguments
+		f.So(declared, should.Resemble, q)
+	}
+	f.So(given, should.HaveLength, 1)
+	_, err := DeclaredQueue(Queue{Name: "q", Type: QueueStream, Arguments: map[string]any{QueueTypeArgument: "quorum"}})
+	f.So(err, should.NotBeNil)
+}
+
 func (f *TopologyFixture) TestAnExchangeNeedsAKnownKindAndAName() {
 	f.So(Exchange{Name: "x", Kind: ExchangeHeaders}.Validate(), should.BeNil)
 	f.So(Exchange{Name: "x"}.Validate(), should.NotBeNil)
@@ -101,9 +132,43 @@ func (f *TopologyFixture) TestASourceQueueFollowsTheStreamConfig() {
 	f.So(err, should.NotBeNil)
 }
 
+func (f *TopologyFixture) TestAStreamSourceQueueCarriesNoDeadLetterArguments() {
+	for _, config := range []StreamConfig{
+		{StreamName: "log", DeadLetters: true, QueueType: QueueStream},
+		{StreamName: "log", DeadLetters: true, QueueArguments: map[string]any{QueueTypeArgument: "stream"}},
+	} {
+		q, err := config.SourceQueue()
+		f.So(err, should.BeNil)
+		f.So(q.Arguments["x-dead-letter-exchange"], should.BeNil)
+	}
+}
+
 func (f *TopologyFixture) TestTopicsAreFanoutBindingsBeforeTheBindings() {
-	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
+	bindings := StreamConfig{Topics: []string{"a"}, Bindings: []StreamBinding{{Exchange: "b", Kind: ExchangeDirect, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"}}}.StreamBindings()
 	f.So(bindings, should.Resemble, []StreamBinding{
-		{Exchange: "a", Kind: ExchangeFanout}, {Exchange: "b", Kind: ExchangeFanout, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"},
+		{Exchange: "a", Kind: ExchangeFanout}, {Exchange: "b", Kind: ExchangeDirect, Key: "k"}, {Exchange: "c", Kind: ExchangeTopic, Key: "x.*"},
+	})
+}
+
+func (f *TopologyFixture) TestABindingWithAKeyAndNoKindIsATopic() {
+	config := StreamConfig{Bindings: []StreamBinding{{Exchange: "orders", Key: "order.*"}, {Exchange: "audit"}}}
+	f.So(config.StreamBindings(), should.Resemble, []StreamBinding{
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "order.*"}, {Exchange: "audit", Kind: ExchangeFanout},
+	})
+	f.So(config.Bindings[0].Kind, should.BeEmpty) // the config is not changed
+}
+
+func (f *TopologyFixture) TestAnExchangeHasOneKindForAllItsBindings() {
+	bindings := StreamConfig{Topics: []string{"orders", "refunds"}, Bindings: []StreamBinding{
+		{Exchange: "orders", Key: "order.*"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "refund"},
+		{Exchange: "refunds", Key: "chargeback"},
+	}}.StreamBindings()
+	f.So(bindings, should.Resemble, []StreamBinding{
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "#"}, // a topic still receives everything of its exchange
+		{Exchange: "refunds", Kind: ExchangeDirect},
+		{Exchange: "orders", Kind: ExchangeTopic, Key: "order.*"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "refund"},
+		{Exchange: "refunds", Kind: ExchangeDirect, Key: "chargeback"},
 	})
 }

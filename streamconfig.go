@@ -12,7 +12,8 @@ type StreamConfig struct {
 	// set: the fanout shorthand (a durable fanout exchange each, key "").
 	Topics []string
 	// Bindings are further bindings when EstablishTopology is set: each
-	// declares its exchange (durable, of its Kind) and binds under its Key.
+	// declares its exchange (durable, of its Kind: topic when it has a Key and
+	// no Kind, see StreamBindings) and binds under its Key.
 	Bindings []StreamBinding
 	// EstablishTopology declares the queue, the topic exchanges and their bindings.
 	EstablishTopology bool
@@ -53,6 +54,9 @@ type StreamConfig struct {
 // QueueType (quorum with Replication, classic by default), with
 // QueueArguments and, with DeadLetters, x-dead-letter-exchange = acemq.dlx and
 // x-dead-letter-routing-key = {queue}.dlq, as every AceMQ library declares it.
+// A stream queue gets no dead-letter arguments: RabbitMQ refuses them on a
+// stream, which never dead-letters (settlement publishes its set-aside copies
+// itself).
 func (c StreamConfig) SourceQueue() (Queue, error) {
 	q := Queue{
 		Name: c.StreamName, Type: c.QueueType,
@@ -68,7 +72,7 @@ func (c StreamConfig) SourceQueue() (Queue, error) {
 	for name, value := range c.QueueArguments {
 		arguments[name] = value
 	}
-	if c.DeadLetters {
+	if c.DeadLetters && q.Type != QueueStream && c.QueueArguments[QueueTypeArgument] != string(QueueStream) {
 		arguments["x-dead-letter-exchange"] = "acemq.dlx"
 		arguments["x-dead-letter-routing-key"] = c.StreamName + ".dlq"
 	}
@@ -82,18 +86,38 @@ func (c StreamConfig) SourceQueue() (Queue, error) {
 }
 
 // StreamBindings are the bindings a stream declares with EstablishTopology:
-// a fanout exchange with key "" per Topics entry, then Bindings, each with its
-// Kind (fanout when empty).
+// one with key "" per Topics entry, then Bindings. A binding without a Kind
+// takes its exchange's: the Kind another binding to that exchange states;
+// else topic when a binding to it carries a routing key, as the AceMQ family
+// declares a key-routed topic; else fanout, as smarty/messaging v4 declares
+// its topics. On a topic exchange a key-less binding of no Kind binds with
+// "#", so a Topics entry still receives everything published there.
 func (c StreamConfig) StreamBindings() []StreamBinding {
 	bindings := make([]StreamBinding, 0, len(c.Topics)+len(c.Bindings))
 	for _, topic := range c.Topics {
-		bindings = append(bindings, StreamBinding{Exchange: topic, Kind: ExchangeFanout})
+		bindings = append(bindings, StreamBinding{Exchange: topic})
 	}
-	for _, b := range c.Bindings {
-		if b.Kind == "" {
-			b.Kind = ExchangeFanout
+	bindings = append(bindings, c.Bindings...)
+	kinds := map[string]ExchangeKind{}
+	for _, b := range bindings {
+		switch {
+		case b.Kind != "":
+			kinds[b.Exchange] = b.Kind
+		case b.Key != "" && kinds[b.Exchange] == "":
+			kinds[b.Exchange] = ExchangeTopic
 		}
-		bindings = append(bindings, b)
+	}
+	for i, b := range bindings {
+		if b.Kind != "" {
+			continue
+		}
+		bindings[i].Kind = kinds[b.Exchange]
+		switch {
+		case bindings[i].Kind == "":
+			bindings[i].Kind = ExchangeFanout
+		case bindings[i].Kind == ExchangeTopic && b.Key == "":
+			bindings[i].Key = "#"
+		}
 	}
 	return bindings
 }

@@ -25,15 +25,21 @@ func (c *connection) DeclareExchange(ctx context.Context, x messaging.Exchange) 
 // exists (PRECONDITION_FAILED otherwise). An exclusive queue belongs to this
 // connection: other connections get RESOURCE_LOCKED, and it is deleted when
 // this connection closes. An auto-delete queue is deleted when its last
-// consumer goes.
+// consumer goes. A stream queue is declared durable, shared and kept
+// (messaging.DeclaredQueue), as on RabbitMQ.
 func (c *connection) DeclareQueue(ctx context.Context, q messaging.Queue) error {
-	arguments, err := messaging.QueueArguments(q)
+	q, err := messaging.DeclaredQueue(q)
 	if err != nil {
 		return fmt.Errorf("memory: declare queue: %w", err)
 	}
 	return c.locked(ctx, fmt.Sprintf("declare queue %q", q.Name), func(b *Broker) error {
-		return b.declareQueueLocked(q.Name, QueueOptions{Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Arguments: arguments}, c)
+		return b.declareQueueLocked(q.Name, queueOptions(q), c)
 	})
+}
+
+// queueOptions are the broker's properties of a queue as DeclaredQueue gave it.
+func queueOptions(q messaging.Queue) QueueOptions {
+	return QueueOptions{Durable: q.Durable, Exclusive: q.Exclusive, AutoDelete: q.AutoDelete, Arguments: q.Arguments}
 }
 
 // Bind binds a declared queue to a declared exchange (NOT_FOUND when either

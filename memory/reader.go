@@ -74,11 +74,13 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	return s, nil
 }
 
-// establishLocked declares what the transport declares for a stream: a
-// durable fanout exchange per topic, the durable queue (quorum with
+// establishLocked declares what the transport declares for a stream: the
+// exchange of every binding (config.StreamBindings: a durable fanout per
+// topic, a topic exchange for a binding that routes by key, others of their
+// kinds), the durable queue (messaging.DeclaredQueue; quorum with
 // Replication, exclusive with ExclusiveStream, and with DeadLetters the
 // arguments x-dead-letter-exchange=acemq.dlx and
-// x-dead-letter-routing-key={queue}.dlq) bound to each with key "", and with
+// x-dead-letter-routing-key={queue}.dlq) bound to each under its key, and with
 // DeadLetters the acemq.dlx direct exchange and the {q}.dlq and {q}.parked
 // classic queues bound to it on their own names. As on RabbitMQ, a queue or
 // exchange that exists with other properties is used as it is, with a
@@ -101,8 +103,7 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 		if err != nil {
 			return warnings, err
 		}
-		arguments, err := messaging.QueueArguments(source)
-		if err != nil {
+		if source, err = messaging.DeclaredQueue(source); err != nil {
 			return warnings, err
 		}
 		var bindable []messaging.StreamBinding
@@ -120,8 +121,7 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 				bindable = append(bindable, binding)
 			}
 		}
-		options := QueueOptions{Durable: source.Durable, Exclusive: source.Exclusive, AutoDelete: source.AutoDelete, Arguments: arguments}
-		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, options, r.conn)); err != nil {
+		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, queueOptions(source), r.conn)); err != nil {
 			return warnings, err
 		}
 		for _, binding := range bindable {

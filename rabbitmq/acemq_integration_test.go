@@ -1,17 +1,13 @@
 package rabbitmq_test
 
 import (
-	"context"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/testenv"
-	"github.com/warrenmq/messaging/rabbitmq"
 )
 
 // Another AceMQ library declared the topology: a topic exchange, a quorum
@@ -39,18 +35,7 @@ func TestADefaultStreamAttachesToAQuorumQueueAnotherAceMQLibraryDeclared(t *test
 	b.bind(queue, "order.*", exchange)
 
 	logs := &testenv.LogBuffer{}
-	transport := rabbitmq.New(rabbitmq.Options.Address(url), rabbitmq.Options.Logger(slog.New(slog.NewTextHandler(logs, nil))))
-	defer func() { _ = transport.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := transport.Connect(ctx)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	reader, err := conn.Reader(ctx)
-	if err != nil {
-		t.Fatalf("reader: %v", err)
-	}
+	ctx, conn, reader := readerOn(t, url, logs)
 	stream, err := reader.Stream(ctx, messaging.StreamConfig{
 		StreamName: queue, Topics: []string{exchange}, EstablishTopology: true, DeadLetters: true, BufferCapacity: 1,
 	})
@@ -100,14 +85,7 @@ func TestADefaultStreamAttachesToAQuorumQueueAnotherAceMQLibraryDeclared(t *test
 // listedQueue is the rabbitmqctl list_queues line (name, type, arguments) of queue.
 func listedQueue(t *testing.T, queue string) string {
 	t.Helper()
-	listed := testenv.Rabbitmqctl(t, "list_queues", "--quiet", "--no-table-headers", "name", "type", "arguments")
-	for _, line := range strings.Split(listed, "\n") {
-		if strings.HasPrefix(line, queue+"\t") {
-			return line
-		}
-	}
-	t.Fatalf("rabbitmqctl does not list queue %s:\n%s", queue, listed)
-	return ""
+	return listed(t, "queues", queue, "type", "arguments")
 }
 
 // A stream that declares its queue with dead letters on declares it as every
@@ -116,18 +94,7 @@ func listedQueue(t *testing.T, queue string) string {
 func TestADeclaredSourceQueueCarriesTheAceMQDeadLetterArguments(t *testing.T) {
 	url := testenv.Broker(t)
 	b := newBroker(t, url)
-	transport := rabbitmq.New(rabbitmq.Options.Address(url))
-	defer func() { _ = transport.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := transport.Connect(ctx)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	reader, err := conn.Reader(ctx)
-	if err != nil {
-		t.Fatalf("reader: %v", err)
-	}
+	ctx, _, reader := readerOn(t, url, nil)
 	for _, replicated := range []bool{false, true} {
 		queue := testenv.Name(t, "source")
 		for _, name := range []string{queue, queue + ".dlq", queue + ".parked"} {

@@ -28,17 +28,18 @@ func (c *connection) DeclareExchange(ctx context.Context, x messaging.Exchange) 
 
 // DeclareQueue declares a queue, or checks that one with the same properties
 // exists (406 otherwise). An exclusive queue belongs to this connection and
-// goes with it.
+// goes with it. A stream queue is declared durable, shared and kept
+// (messaging.DeclaredQueue).
 func (c *connection) DeclareQueue(ctx context.Context, q messaging.Queue) error {
 	if q.Name == "" {
 		return errors.New("declare queue: the queue has no name; name it (server-named queues are not supported)")
 	}
-	arguments, err := messaging.QueueArguments(q)
+	q, err := messaging.DeclaredQueue(q)
 	if err != nil {
 		return fmt.Errorf("declare queue: %w", err)
 	}
 	return c.onChannel(ctx, fmt.Sprintf("declare queue %q", q.Name), func(ch adapter.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(arguments))
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(q.Arguments))
 		return err
 	})
 }

@@ -72,7 +72,8 @@ func (t *topologyDeclarer) tolerate(what, consequence string, f func(adapter.Cha
 
 // declareStreamTopology declares what config asks for: with EstablishTopology
 // the exchange of every binding (config.StreamBindings: a durable fanout per
-// topic, then Bindings of their kinds), the source queue (config.SourceQueue:
+// topic, a topic exchange for a binding that routes by key, others of their
+// kinds), the source queue (config.SourceQueue and messaging.DeclaredQueue:
 // type, lifetime, arguments, the AceMQ dead-letter arguments) and the
 // bindings; with DeadLetters the acemq.dlx direct exchange and the classic
 // durable {queue}.dlq and {queue}.parked bound to it on their own names.
@@ -92,8 +93,7 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 		if err != nil {
 			return err
 		}
-		arguments, err := messaging.QueueArguments(source)
-		if err != nil {
+		if source, err = messaging.DeclaredQueue(source); err != nil {
 			return err
 		}
 		var bindable []messaging.StreamBinding
@@ -113,7 +113,7 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 			}
 		}
 		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", queue), "", func(ch adapter.Channel) error {
-			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(arguments))
+			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(source.Arguments))
 			return err
 		}); err != nil {
 			return err

@@ -33,6 +33,8 @@ type config struct {
 
 	logger  *slog.Logger
 	monitor Monitor
+	// decodedAs is monitor when it hears content types, or nil.
+	decodedAs ContentTypeMonitor
 }
 
 func newConfig(opts []Option) config {
@@ -51,6 +53,7 @@ func newConfig(opts []Option) config {
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
+	c.decodedAs, _ = c.monitor.(ContentTypeMonitor)
 	return c
 }
 
@@ -103,9 +106,12 @@ func (OptionSet) Serializer(serializer Serializer) Option {
 
 // AddDeserializer registers deserializer for contentTypes. Content types are
 // matched without parameters and case ("application/json; charset=utf-8" is
-// "application/json"). With no contentTypes, a deserializer that is also a
-// Serializer is registered for its own ContentType. Default: JSON for
-// application/json and for a delivery without a content type.
+// "application/json"). A structured suffix alone ("+avro", "+json") serves
+// every content type that ends in it and has no registration of its own:
+// AddDeserializer(codec, "+avro") reads "application/vnd.orders+avro". With
+// no contentTypes, a deserializer that is also a Serializer is registered for
+// its own ContentType. Default: JSON for application/json and for a delivery
+// without a content type.
 func (OptionSet) AddDeserializer(deserializer Deserializer, contentTypes ...string) Option {
 	return func(c *config) {
 		if deserializer == nil {
@@ -163,8 +169,47 @@ func (OptionSet) IgnoreDeserializationErrors(ignore bool) Option {
 // Logger sets the logger for ignored decoding failures (default slog.Default()).
 func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// Monitor sets the encode and decode callbacks (default NopMonitor).
+// Monitor sets the encode and decode callbacks; one that is also a
+// ContentTypeMonitor hears each decode with its content type. Default:
+// NopMonitor.
 func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
+
+// ContentTypeMonitor is a Monitor that also hears the content type of each
+// delivery it is told of, to tell the codecs apart. The decorator looks for
+// it on the Monitor it is given: one that has it hears every decode through
+// MessageDecodedAs and not through MessageDecoded, so a decode is counted
+// once; a Monitor without it keeps working as it is.
+type ContentTypeMonitor interface {
+	Monitor
+	// MessageDecodedAs reports decoding one delivery whose content type is
+	// contentType, as the delivery carries it (parameters and case too); err
+	// is what MessageDecoded would be given.
+	MessageDecodedAs(contentType string, err error)
+}
+
+// decoded reports one decode of a delivery of contentType to the monitor.
+func (c *config) decoded(contentType string, err error) {
+	if c.decodedAs != nil {
+		c.decodedAs.MessageDecodedAs(contentType, err)
+		return
+	}
+	c.monitor.MessageDecoded(err)
+}
+
+// deserializer is the one registered for contentType, else the one
+// registered for its structured suffix ("+avro" for
+// "application/vnd.orders+avro").
+func (c *config) deserializer(contentType string) (Deserializer, bool) {
+	normalized := normalizeContentType(contentType)
+	if d, ok := c.deserializers[normalized]; ok {
+		return d, true
+	}
+	if plus := strings.LastIndexByte(normalized, '+'); plus > strings.IndexByte(normalized, '/') {
+		d, ok := c.deserializers[normalized[plus:]]
+		return d, ok
+	}
+	return nil, false
+}
 
 // normalizeContentType drops parameters, surrounding space and case.
 func normalizeContentType(contentType string) string {

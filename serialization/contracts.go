@@ -19,7 +19,8 @@ type Deserializer interface {
 }
 
 // Monitor receives one callback per message encoded on write and per delivery
-// decoded on read.
+// decoded on read. A Monitor that is also a ContentTypeMonitor hears decodes
+// with their content type instead.
 type Monitor interface {
 	// MessageEncoded reports encoding one dispatch's Message; err is nil on
 	// success.

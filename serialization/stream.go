@@ -54,7 +54,7 @@ func (c *config) decode(ctx context.Context, delivery *messaging.Delivery) {
 		return
 	}
 
-	deserializer, ok := c.deserializers[normalizeContentType(delivery.ContentType)]
+	deserializer, ok := c.deserializer(delivery.ContentType)
 	if !ok {
 		c.fail(ctx, delivery, c.ignoreUnknownContentTypes, &decodeError{
 			kind: ErrUnknownContentType,
@@ -73,13 +73,13 @@ func (c *config) decode(ctx context.Context, delivery *messaging.Delivery) {
 		return
 	}
 	delivery.Message = value.Elem().Interface()
-	c.monitor.MessageDecoded(nil)
+	c.decoded(delivery.ContentType, nil)
 }
 
 // fail reports err and either marks delivery undecodable or, when ignore is on,
 // logs a WARN and leaves it to reach the handler with a nil Message.
 func (c *config) fail(ctx context.Context, delivery *messaging.Delivery, ignore bool, err error) {
-	c.monitor.MessageDecoded(err)
+	c.decoded(delivery.ContentType, err)
 	if !ignore {
 		delivery.Undecodable = err
 		return

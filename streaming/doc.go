@@ -14,6 +14,21 @@
 // refused access: messaging.IsPermanent) doubles up to 30 s instead. A healthy
 // session starts the backoff again from the configured delay.
 //
+// # Topology
+//
+// With EstablishTopology (the default) a subscription declares its queue, its
+// exchanges and its bindings each time its stream opens, so a binding deleted
+// while the service runs comes back at the next reconnect: a durable fanout
+// exchange per Topics entry, as smarty/messaging v4 declares topics, and the
+// exchange of each of its Bindings, of the binding's Kind, or a topic
+// exchange when the binding routes by key and names no Kind, as the AceMQ
+// family declares a key-routed topic (exchange orders, key order.*). With
+// DeadLetters (the default) it also declares acemq.dlx and the {queue}.dlq
+// and {queue}.parked queues set-aside messages go to. A queue or exchange
+// that exists with other properties is used as it is, with one WARN in the
+// broker's words, and the queue is not bound to an exchange of another kind
+// than the binding's. doc/topology.md lists what each option declares.
+//
 // # Failure and settlement
 //
 // A handler fails by panicking. The runtime settles by itself, whatever the

@@ -164,8 +164,16 @@ func (s *Subscription) streamConfig() messaging.StreamConfig {
 }
 
 // Bindings adds bindings declared (with their exchanges) each time the stream
-// opens, when EstablishTopology is on: a direct or topic exchange under a
-// key, beside the fanout shorthand of Topics. A binding deleted while the
+// opens, when EstablishTopology is on, beside the fanout shorthand of Topics.
+// A binding that routes by key and names no Kind declares a topic exchange,
+// as the AceMQ family declares a key-routed topic:
+//
+//	streaming.SubscriptionOptions.Bindings(messaging.StreamBinding{Exchange: "orders", Key: "order.*"})
+//
+// Give Kind for a direct or headers exchange (or a key-less binding to a topic
+// one). An exchange that already exists as another kind is used as it is, with
+// a WARN, and the queue is not bound to it (the key would mean something else
+// there): bind it yourself, or name its kind. A binding deleted while the
 // service runs is restored at the next reconnect. Default: none.
 func (SubscriptionOptionSet) Bindings(bindings ...messaging.StreamBinding) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.bindings = append(c.bindings, bindings...) }
@@ -197,7 +205,10 @@ func (SubscriptionOptionSet) Name(name string) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.name = name }
 }
 
-// Topics sets the exchanges (fanout) the queue is bound to. Default: none.
+// Topics sets the exchanges the queue is bound to for everything published
+// there: each a durable fanout exchange, as smarty/messaging v4 declares
+// them (bound with "#" when a keyed binding makes it a topic exchange).
+// Default: none.
 func (SubscriptionOptionSet) Topics(topics ...string) SubscriptionOption {
 	return func(c *subscriptionConfig) { c.topics = append([]string(nil), topics...) }
 }

@@ -42,6 +42,9 @@ func ForStream(config messaging.StreamConfig) (Plan, error) {
 	}
 	if config.EstablishTopology {
 		source, err := config.SourceQueue()
+		if err == nil {
+			source, err = messaging.DeclaredQueue(source)
+		}
 		if err != nil {
 			return Plan{}, fmt.Errorf("topology: %w", err)
 		}
@@ -93,8 +96,19 @@ func sameExchange(a, b messaging.Exchange) bool {
 	return a.Name == b.Name && a.Kind == b.Kind && a.Durable == b.Durable && a.AutoDelete == b.AutoDelete && maps.EqualFunc(a.Arguments, b.Arguments, equalValue)
 }
 
+// sameQueue compares two queues as they are declared (messaging.DeclaredQueue).
 func sameQueue(a, b messaging.Queue) bool {
+	a, b = declared(a), declared(b)
 	return a.Name == b.Name && a.Type == b.Type && a.Durable == b.Durable && a.Exclusive == b.Exclusive && a.AutoDelete == b.AutoDelete && maps.EqualFunc(a.Arguments, b.Arguments, equalValue)
+}
+
+// declared is q as a transport declares it, or q itself when it is invalid
+// (Validate says why).
+func declared(q messaging.Queue) messaging.Queue {
+	if d, err := messaging.DeclaredQueue(q); err == nil {
+		return d
+	}
+	return q
 }
 
 func sameBinding(a, b messaging.Binding) bool {
@@ -105,8 +119,10 @@ func equalValue(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
 // Validate reports every mistake in p that a broker would refuse or that would
 // silently route nothing: an exchange without a known kind, a duplicate
-// exchange or queue declared differently, a queue type stated twice, a binding
-// to the default exchange, or to an exchange or queue the plan does not declare.
+// exchange or queue declared differently, a queue type stated twice, a stream
+// queue said to be exclusive or auto-delete (a stream is always durable,
+// shared and kept; a stream's Durable may be left false), a binding to the
+// default exchange, or to an exchange or queue the plan does not declare.
 func (p Plan) Validate() error {
 	var errs []error
 	exchanges := map[string]messaging.Exchange{}
@@ -126,8 +142,10 @@ func (p Plan) Validate() error {
 			errs = append(errs, errors.New("a queue has no name"))
 			continue
 		}
-		if _, err := messaging.QueueArguments(q); err != nil {
+		if d, err := messaging.DeclaredQueue(q); err != nil {
 			errs = append(errs, err)
+		} else if d.Exclusive != q.Exclusive || d.AutoDelete != q.AutoDelete {
+			errs = append(errs, fmt.Errorf("queue %q is a stream, and also %s: a stream is kept for every consumer until its retention discards it, so it cannot be exclusive or auto-delete; drop those, or declare a classic queue", q.Name, strings.Join(lifetime(true, q.Exclusive, q.AutoDelete)[1:], " and ")))
 		}
 		if seen, ok := queues[q.Name]; ok && !sameQueue(seen, q) {
 			errs = append(errs, fmt.Errorf("queue %q is declared twice, differently", q.Name))
@@ -206,6 +224,7 @@ func describeExchange(x messaging.Exchange) string {
 }
 
 func describeQueue(q messaging.Queue) string {
+	q = declared(q)
 	kind := q.Type
 	if kind == "" {
 		kind = messaging.QueueClassic

@@ -147,3 +147,32 @@ var errLost = errors.New("connection lost")
 type failing struct{ messaging.Declarer }
 
 func (failing) InspectExchange(context.Context, string) error { return errLost }
+
+func (f *PlanFixture) TestAStreamQueueIsPlannedAndDeclaredDurable() {
+	plan := Plan{Queues: []messaging.Queue{{Name: "orders.log", Type: messaging.QueueStream, Arguments: map[string]any{"x-max-age": "7D"}}}}
+	f.So(plan.Validate(), should.BeNil)
+	f.So(plan.String(), should.Equal, "declare queue orders.log (stream, durable, x-max-age=7D)\n")
+	f.So(plan.Apply(f.ctx, f.declarer), should.BeNil)
+	f.So(f.declarer.DeclareQueue(f.ctx, messaging.Queue{Name: "orders.log", Type: messaging.QueueStream, Durable: true, Arguments: map[string]any{"x-max-age": "7D"}}), should.BeNil)
+	merged := plan.Merge(Plan{Queues: []messaging.Queue{{Name: "orders.log", Type: messaging.QueueStream, Durable: true, Arguments: map[string]any{"x-max-age": "7D"}}}})
+	f.So(merged.Queues, should.HaveLength, 1) // declared alike
+}
+
+func (f *PlanFixture) TestAStreamsPlanDeclaresAStreamQueueAsTheBrokerAcceptsIt() {
+	plan, err := ForStream(messaging.StreamConfig{
+		StreamName: "orders.log", EstablishTopology: true, DeadLetters: true,
+		QueueType: messaging.QueueStream, TransientStream: true, ExclusiveStream: true, AutoDeleteStream: true,
+	})
+	f.So(err, should.BeNil)
+	f.So(plan.Validate(), should.BeNil)
+	f.So(plan.Queues[0], should.Resemble, messaging.Queue{Name: "orders.log", Type: messaging.QueueStream, Durable: true,
+		Arguments: map[string]any{messaging.QueueTypeArgument: "stream"}})
+}
+
+func (f *PlanFixture) TestValidateNamesAStreamSaidToBeExclusiveOrAutoDelete() {
+	plan := Plan{Queues: []messaging.Queue{{Name: "orders.log", Type: messaging.QueueStream, Durable: true, Exclusive: true, AutoDelete: true}}}
+	err := plan.Validate()
+	f.So(err, should.NotBeNil)
+	f.So(err.Error(), should.ContainSubstring, `queue "orders.log" is a stream, and also exclusive and auto-delete`)
+	f.So(plan.Apply(f.ctx, f.declarer), should.NotBeNil)
+}

@@ -16,18 +16,7 @@ import (
 // classic where the plan says quorum differs, in RabbitMQ's words; nothing
 // missing is created by a check.
 func TestCheckAgainstRabbitMQ(t *testing.T) {
-	transport := rabbitmq.New(rabbitmq.Options.Address(testenv.Broker(t)))
-	defer func() { _ = transport.Close() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := transport.Connect(ctx)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	declarer, ok := messaging.As[messaging.Declarer](conn)
-	if !ok {
-		t.Fatal("the rabbitmq connection offers no Declarer")
-	}
+	ctx, declarer := rabbitMQDeclarer(t)
 	exchange := testenv.Name(t, "orders")
 	queue := exchange + ".new"
 	t.Cleanup(func() {
@@ -78,5 +67,61 @@ func TestCheckAgainstRabbitMQ(t *testing.T) {
 	}
 	if report, err = plan.Check(ctx, declarer); err != nil || !report.Healthy() {
 		t.Fatalf("check after apply = %v\n%s; want healthy", err, report)
+	}
+}
+
+// rabbitMQDeclarer connects to the local broker, under its shared lock, and
+// finds the connection's Declarer; both go with the test.
+func rabbitMQDeclarer(t *testing.T) (context.Context, messaging.Declarer) {
+	transport := rabbitmq.New(rabbitmq.Options.Address(testenv.Broker(t)))
+	t.Cleanup(func() { _ = transport.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	declarer, ok := messaging.As[messaging.Declarer](conn)
+	if !ok {
+		t.Fatal("the rabbitmq connection offers no Declarer")
+	}
+	return ctx, declarer
+}
+
+// On the real broker: a stream queue written as a plain literal (Durable
+// left false), and the source queue of a stream config asking for a stream
+// with dead letters and a transient, exclusive, auto-delete queue, are
+// declared as RabbitMQ accepts a stream: durable, shared, kept, without the
+// dead-letter arguments it refuses on a stream.
+func TestAStreamQueueIsAppliedOnRabbitMQ(t *testing.T) {
+	ctx, declarer := rabbitMQDeclarer(t)
+	log, events := testenv.Name(t, "orders.log"), testenv.Name(t, "orders.events")
+	t.Cleanup(func() {
+		for _, q := range []string{log, events, events + ".dlq", events + ".parked"} {
+			_ = declarer.DeleteQueue(context.Background(), q)
+		}
+	})
+	byHand := topology.Plan{Queues: []messaging.Queue{{Name: log, Type: messaging.QueueStream, Arguments: map[string]any{"x-max-age": "7D"}}}}
+	fromConfig, err := topology.ForStream(messaging.StreamConfig{
+		StreamName: events, EstablishTopology: true, DeadLetters: true,
+		QueueType: messaging.QueueStream, TransientStream: true, ExclusiveStream: true, AutoDeleteStream: true,
+	})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	plan := byHand.Merge(fromConfig)
+	if err := plan.Apply(ctx, declarer); err != nil {
+		t.Fatalf("apply %s: %v; want the streams declared", plan, err)
+	}
+	if report, err := plan.Check(ctx, declarer); err != nil || !report.Healthy() {
+		t.Fatalf("check after apply = %v\n%s; want healthy", err, report)
+	}
+	stream := messaging.Queue{Name: log, Type: messaging.QueueStream, Durable: true, Arguments: map[string]any{"x-max-age": "7D"}}
+	if err := declarer.DeclareQueue(ctx, stream); err != nil {
+		t.Fatalf("redeclare %s durable: %v; want it accepted, the same queue", log, err)
+	}
+	stream.Exclusive, stream.AutoDelete = true, true
+	if err := declarer.DeclareQueue(ctx, stream); err != nil {
+		t.Fatalf("declare %s exclusive and auto-delete through the Declarer: %v; want it declared as a stream is", log, err)
 	}
 }

@@ -13,6 +13,8 @@ var streamConfigBehaviours = []struct {
 	test func(*harness)
 }{
 	{"StreamBindingsOfEveryKindRouteToTheQueue", streamBindings},
+	{"ABindingThatRoutesByKeyDeclaresATopicExchangeAndATopicStaysFanout", keyedBindingIsATopic},
+	{"AKeyedBindingOnAnExistingFanoutExchangeUsesItAsItIsAndBindsNothing", keyedBindingOnAFanout},
 	{"AStreamDeclaresItsQueueTypeAndArguments", streamQueueType},
 	{"AnAutoDeleteStreamQueueGoesWithItsConsumer", autoDeleteStream},
 	{"ATransientStreamQueueIsNotDurable", transientStream},
@@ -118,5 +120,62 @@ func pollingStream(h *harness) {
 	again := h.stream(conn, poll)
 	if d := h.read(again); string(d.Payload) != "two" || !d.Redelivered {
 		h.t.Fatalf("after closing, polled %q (redelivered %t); want the unacknowledged two, redelivered", d.Payload, d.Redelivered)
+	}
+}
+
+// unroutable asserts that a mandatory dispatch reaches no queue.
+func (h *harness) unroutable(conn messaging.Connection, d messaging.Dispatch, why string) {
+	h.t.Helper()
+	w, err := conn.Writer(h.context())
+	if err != nil {
+		h.t.Fatalf("open writer: %v", err)
+	}
+	defer func() { _ = w.Close() }()
+	d.Mandatory = true
+	if _, err := w.Write(h.context(), d); !errors.Is(err, messaging.ErrUnroutable) {
+		h.t.Fatalf("%s (%s %q): %v; want messaging.ErrUnroutable", why, d.Topic, d.RoutingKey, err)
+	}
+}
+
+// A binding with a routing key and no kind declares a topic exchange, as the
+// AceMQ family declares a key-routed topic; a Topics entry stays a fanout
+// exchange, as smarty/messaging v4 declares it.
+func keyedBindingIsATopic(h *harness) {
+	queue, orders, audit := h.queue(), h.exchange(), h.exchange()
+	conn := h.connect()
+	s := h.stream(conn, messaging.StreamConfig{StreamName: queue, EstablishTopology: true, BufferCapacity: 10,
+		Topics: []string{audit}, Bindings: []messaging.StreamBinding{{Exchange: orders, Key: "order.*"}}})
+	h.write(conn,
+		messaging.Dispatch{Topic: orders, RoutingKey: "order.placed", Payload: []byte("placed"), Mandatory: true},
+		messaging.Dispatch{Topic: audit, RoutingKey: "anything", Payload: []byte("audited"), Mandatory: true},
+	)
+	for _, want := range []string{"placed", "audited"} {
+		d := h.read(s)
+		if string(d.Payload) != want {
+			h.t.Fatalf("read %q; want %q", d.Payload, want)
+		}
+		h.acknowledge(s, d)
+	}
+	h.unroutable(conn, messaging.Dispatch{Topic: orders, RoutingKey: "invoice.sent", Payload: []byte("miss")}, "a key order.* does not match")
+	if err := h.admin.DeclareExchange(h.context(), messaging.Exchange{Name: orders, Kind: messaging.ExchangeTopic, Durable: true}); err != nil {
+		h.t.Fatalf("the keyed binding's exchange as topic: %v; want it declared topic", err)
+	}
+	if err := h.admin.DeclareExchange(h.context(), messaging.Exchange{Name: audit, Kind: messaging.ExchangeFanout, Durable: true}); err != nil {
+		h.t.Fatalf("the topic's exchange as fanout: %v; want it declared fanout", err)
+	}
+}
+
+// An exchange that exists as fanout where a keyed binding would declare a
+// topic exchange is used as it is (the transport logs a WARN), and the queue is
+// not bound to it: on a fanout exchange the key would mean every message.
+func keyedBindingOnAFanout(h *harness) {
+	queue, orders := h.queue(), h.exchange()
+	h.declareExchange(orders, messaging.ExchangeFanout)
+	conn := h.connect()
+	h.stream(conn, messaging.StreamConfig{StreamName: queue, EstablishTopology: true, BufferCapacity: 1,
+		Bindings: []messaging.StreamBinding{{Exchange: orders, Key: "order.*"}}})
+	h.unroutable(conn, messaging.Dispatch{Topic: orders, RoutingKey: "order.placed", Payload: []byte("placed")}, "the queue was bound to the fanout exchange")
+	if err := h.admin.DeclareExchange(h.context(), messaging.Exchange{Name: orders, Kind: messaging.ExchangeFanout, Durable: true}); err != nil {
+		h.t.Fatalf("the exchange after the stream opened: %v; want it still fanout", err)
 	}
 }

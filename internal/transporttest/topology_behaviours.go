@@ -26,6 +26,8 @@ var topologyBehaviours = []struct {
 	{"ADeclarerIsFoundThroughADecorator", declarerThroughDecorator},
 	{"DeadLettersPutTheAceMQDeadLetterArgumentsOnTheSourceQueue", deadLetterArguments},
 	{"ADefaultStreamAttachesToAnotherAceMQLibrarysTopologyUnchanged", attachesToAnAceMQTopology},
+	{"AStreamQueueIsDeclaredDurableSharedAndKept", streamQueueDeclared},
+	{"AStreamConfigsStreamQueueIsDeclaredDurableSharedAndKept", streamQueueOfAStreamConfig},
 }
 
 func declaresEveryExchangeKind(h *harness) {
@@ -395,4 +397,51 @@ func attachesToAnAceMQTopology(h *harness) {
 	if err := h.admin.DeclareQueue(h.context(), declared); err != nil {
 		h.t.Fatalf("the queue after the stream opened: %v; want it still quorum with the dead-letter arguments", err)
 	}
+}
+
+// sharedStream asserts that queue exists as a stream is declared: another
+// connection may inspect it (it is not exclusive), and a durable stream
+// redeclared is the same queue.
+func (h *harness) sharedStream(queue string) {
+	h.t.Helper()
+	if _, err := h.admin.InspectQueue(h.context(), queue); err != nil {
+		h.t.Fatalf("inspect stream %s from another connection: %v; want it declared and shared", queue, err)
+	}
+	durable := messaging.Queue{Name: queue, Type: messaging.QueueStream, Durable: true}
+	if err := h.admin.DeclareQueue(h.context(), durable); err != nil {
+		h.t.Fatalf("redeclare stream %s durable: %v; want it the same queue", queue, err)
+	}
+}
+
+// A stream queue declared as a Go literal (Durable left false) or said to be
+// exclusive and auto-delete is declared durable, shared and kept, where the
+// broker would refuse it with words that do not mention streams.
+func streamQueueDeclared(h *harness) {
+	d := h.declarer(h.connect())
+	literal, flagged := h.queue(), h.queue()
+	if err := d.DeclareQueue(h.context(), messaging.Queue{Name: literal, Type: messaging.QueueStream}); err != nil {
+		h.t.Fatalf("declare a stream queue with Durable false: %v; want it declared durable", err)
+	}
+	h.sharedStream(literal)
+	byArgument := messaging.Queue{Name: flagged, Exclusive: true, AutoDelete: true, Arguments: map[string]any{messaging.QueueTypeArgument: "stream"}}
+	if err := d.DeclareQueue(h.context(), byArgument); err != nil {
+		h.t.Fatalf("declare an exclusive, auto-delete stream queue: %v; want it declared shared and kept", err)
+	}
+	h.sharedStream(flagged)
+}
+
+// A stream config asking for a stream queue that is transient, exclusive and
+// auto-delete, with dead letters, declares a durable, shared stream without
+// the dead-letter arguments a stream refuses. (The in-memory transport then
+// refuses to read a stream; the queue is declared all the same.)
+func streamQueueOfAStreamConfig(h *harness) {
+	queue := h.queue()
+	config := messaging.StreamConfig{
+		StreamName: queue, EstablishTopology: true, DeadLetters: true, BufferCapacity: 1,
+		QueueType: messaging.QueueStream, TransientStream: true, ExclusiveStream: true, AutoDeleteStream: true,
+	}
+	if _, err := h.openStream(h.connect(), config); errors.Is(err, messaging.ErrPreconditionFailed) {
+		h.t.Fatalf("open a stream over a stream queue: %v; want the queue declared as a stream is", err)
+	}
+	h.sharedStream(queue)
 }

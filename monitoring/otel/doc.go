@@ -17,7 +17,7 @@
 //	stored := tracing.Outbox(outbox)
 //	handler := deadletter.New(transport, tracing.Handler(retry.New(inner)))
 //
-// What is built, part by part (the AceMQ family's tracing contract):
+// What it traces, part by part (the AceMQ family's tracing contract):
 //
 //   - Propagation: a dispatch written through Transport or Outbox carries
 //     its span's context in its headers (through the configured propagator,
@@ -46,11 +46,11 @@
 //   - pipeline.run_finished (patterns/flow): Handler installs a
 //     flow.RunObserver on the context it hands on that writes the event onto
 //     the process span, and then tells the observer installed before it.
-//   - Request and reply (RR26): Ask is a Requester's Do under a CLIENT span
-//     "<destination> request" (outcome answered, timed_out or failed; only
-//     failed is an error); Respond wraps a responder's function in a SERVER
-//     span "<queue> serve" under the request's trace context, so the
-//     request's publish and its serving are its children.
+//   - Request and reply (patterns/request): Ask is a Requester's Do under a
+//     CLIENT span "<destination> request" (outcome answered, timed_out or
+//     failed; only failed is an error); Respond wraps a responder's function
+//     in a SERVER span "<queue> serve" under the request's trace context, so
+//     the request's publish and its serving are its children.
 //   - Attributes: messaging.system=rabbitmq, messaging.destination.name,
 //     messaging.operation.type (create, send, process) and .name (create,
 //     publish, process), messaging.message.id, messaging.message.conversation_id
@@ -58,8 +58,6 @@
 //     messaging.batch.message_count, and AceMQ's messaging.acemq.message_type,
 //     .attempt and .outcome.
 //
-// On purpose different, or not built:
-//
-//   - A message's id is recorded when the writer set it; one the transport
-//     fills in later is not on the publish span.
+// One limit: a message's id is recorded when the writer set it; one the
+// transport fills in later is not on the publish span.
 package otel

@@ -91,7 +91,7 @@ Desc{fqName: "schedule_events_total", help: "Scheduler events (scheduled, delive
 Desc{fqName: "schedule_hops_total", help: "Scheduled messages put on a rung of the acemq.schedule ladder, by rung.", unit: "", constLabels: {}, variableLabels: {rung}}
 Desc{fqName: "schema_not_found_total", help: "Schema lookups that found nothing, by subject (empty for a lookup by id).", unit: "", constLabels: {}, variableLabels: {subject}}
 Desc{fqName: "schema_registered_total", help: "Schema registrations by subject and result (created, existing).", unit: "", constLabels: {}, variableLabels: {subject,result}}
-Desc{fqName: "serialization_decoded_total", help: "Messages decoded, by result.", unit: "", constLabels: {}, variableLabels: {result}}
+Desc{fqName: "serialization_decoded_total", help: "Messages decoded, by codec (json, avro, encrypted, protobuf, other) and result.", unit: "", constLabels: {}, variableLabels: {codec,result}}
 Desc{fqName: "serialization_encoded_total", help: "Messages encoded, by result.", unit: "", constLabels: {}, variableLabels: {result}}
 Desc{fqName: "stream_resumed_total", help: "Stream readers reattached after a dropped connection where they left off.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "stream_retry_refused_total", help: "Retry or InProgress asked on a stream and refused: the message was parked instead of appended again.", unit: "", constLabels: {}, variableLabels: {stream}}`

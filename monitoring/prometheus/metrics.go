@@ -155,7 +155,7 @@ func (m *Metrics) handlerInstruments(i *instruments) {
 	m.handleAttempts = i.counterVec("handler_attempts_total", "Handler attempts under the retry decorator, by result.", "result")
 	m.transactions = i.counterVec("handler_transactions_total", "Handler transactions by event (started, committed, rolled_back) and result.", "event", "result")
 	m.encoded = i.counterVec("serialization_encoded_total", "Messages encoded, by result.", "result")
-	m.decoded = i.counterVec("serialization_decoded_total", "Messages decoded, by result.", "result")
+	m.decoded = i.counterVec("serialization_decoded_total", "Messages decoded, by codec (json, avro, encrypted, protobuf, other) and result.", "codec", "result")
 }
 
 // consumerPatternInstruments are those of the patterns around a consumer's

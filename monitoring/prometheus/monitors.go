@@ -9,7 +9,6 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/rabbitmq"
-	"github.com/warrenmq/messaging/serialization"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -31,9 +30,6 @@ func (m *Metrics) Retry() retry.Monitor { return retryMonitor{m} }
 
 // Transactional returns the transactional.Monitor (also fits sqltx).
 func (m *Metrics) Transactional() transactional.Monitor { return transactionMonitor{m} }
-
-// Serialization returns the serialization.Monitor.
-func (m *Metrics) Serialization() serialization.Monitor { return serializationMonitor{m} }
 
 type transportMonitor struct{ m *Metrics }
 
@@ -132,13 +128,4 @@ func (t transactionMonitor) TransactionCommitted(err error) {
 }
 func (t transactionMonitor) TransactionRolledBack(err error) {
 	t.m.transactions.WithLabelValues("rolled_back", result(err)).Inc()
-}
-
-type serializationMonitor struct{ m *Metrics }
-
-func (s serializationMonitor) MessageEncoded(err error) {
-	s.m.encoded.WithLabelValues(result(err)).Inc()
-}
-func (s serializationMonitor) MessageDecoded(err error) {
-	s.m.decoded.WithLabelValues(result(err)).Inc()
 }

@@ -14,7 +14,7 @@ const (
 )
 
 // RunFinished reports a run that finished or ended early at a named step:
-// the seed's pipeline.run_finished event.
+// the AceMQ family's pipeline.run_finished event.
 type RunFinished struct {
 	// Pipeline and Step name where the run finished (InPipeline, AtStep,
 	// AlongRoute, or the pipeline's own names).

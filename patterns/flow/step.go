@@ -313,7 +313,7 @@ func (h *handler[In, Out]) landed(ctx context.Context, next hop) {
 }
 
 // failed settles the input of a next message that did not go out: retried
-// with the seed's text, rejected when it can never fit the wire, and held
+// with the family's text, rejected when it can never fit the wire, and held
 // (a panic marked as an outage) when the broker is away.
 func (h *handler[In, Out]) failed(ctx context.Context, next hop, err error) {
 	d, pipeline, step := next.delivery, next.pipeline, next.step

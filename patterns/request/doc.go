@@ -1,6 +1,6 @@
-// Package request is the seed's request and reply: a typed Requester that
+// Package request is request and reply over a broker: a typed Requester
 // publishes a request and blocks for its answer, and a responder (Serve, or
-// NewHandler under your own consumer) that answers it.
+// NewHandler under a consumer of your own) answers it.
 //
 //	requester, err := request.NewRequester[PriceRequest, PriceResponse](ctx, transport, "", "prices")
 //	defer requester.Close()
@@ -17,92 +17,109 @@
 // backed-up queue becomes a service that stops answering. Use it where the
 // caller cannot go on without the answer, and publish an event otherwise.
 //
-// Rows of the patterns map (RR1-RR25), as built here:
+// # The requester
 //
-//   - RR1 NewRequester[Req, Resp](ctx, connector, topic, routingKey,
-//     options...): it owns a streaming subscription of its reply queue and a
-//     batch.Writer for the requests, which pipelines concurrent callers'
-//     publishes; ctx bounds the start only, and a reply queue that cannot be
-//     declared is returned.
-//   - RR2 Do(ctx, request) (Resp, error). RR3 Close, bounded by
-//     Options.CloseTimeout; callers still waiting get messaging.ErrClosed.
-//   - RR4 Serve(ctx, connector, queue, fn, options...) wires a streaming
-//     consumer (FullDeliveryToHandler, its own settlement, Options.Workers)
-//     and returns once the stream opened, or the start error. The seed's
-//     Message[Req] is fn's (messaging.Delivery, Req). NewHandler(replies,
-//     fn, options...) is the same responder as a messaging.Handler for a
-//     consumer of your own. RR5 Server.Close (a messaging.ListenCloser).
-//   - RR6 replies are paired by correlation id; the tests run 20 concurrent
-//     callers on memory and on RabbitMQ. A reply that carries a causation id
-//     must carry the request's id (the responder stamps it, RR21): one with
-//     a waiting caller's correlation id and another causation is not that
-//     caller's answer, forged or misaddressed; it is dropped and counted
-//     (Monitor.ReplyRefused) and the caller goes on waiting for its own. A
-//     reply without a causation id, from a responder that stamps none, is
-//     matched by correlation alone.
-//   - RR7 Do always uses a fresh correlation id; DoWith(ctx, request,
-//     envelope) passes every other envelope field through (id, causation,
-//     type, headers, expiration; a Topic or RoutingKey replaces the address).
-//   - RR8 a responder error goes back as a zero response carrying
-//     acemq-error; Do returns *ResponderError, "acemq: the responder failed:
-//     <text>", a string: errors.Is does not see across it.
-//   - RR9 after the error reply the request is rejected to {queue}.dlq
-//     (messaging.Reject with the error marked Fatal): responder errors are
-//     never retried. A request whose payload does not decode is answered the
-//     same way, so its caller hears it at once. An error reply that cannot be
-//     published is messaging.Retry.
-//   - RR10 ErrRequestTimedOut, wrapped as "acemq: no reply arrived before the
-//     deadline after 5s (correlation …)"; Options.Timeout, DefaultTimeout
-//     30 s (zero or negative is the default). It says nothing about whether
-//     the work was done. RR11 the timer and the caller's ctx are independent:
-//     ctx ending first gives ctx.Err().
-//   - RR12 the reply is published without mandatory: a reply to nowhere is
-//     dropped and the request accepted.
-//   - RR13 the generated reply queue acemq-reply-<uuid> is transient,
-//     exclusive, auto-delete, classic, without dead-letter arguments. When
-//     its connection drops, the reply subscription declares it again under
-//     the same name (first after Options.ReconnectDelay, then with the
-//     streaming runtime's backoff); callers in
-//     flight fail at once with ErrReplyQueueLost (their replies went with
-//     the queue), callers that arrive meanwhile wait for it within their
-//     timeout, and later calls work. A request whose writer connection had
-//     gone stale (refused with messaging.ErrClosed, so not sent) is sent once
-//     more on a new connection.
-//   - RR14 Options.ReplyTo(queue) reads replies from a named queue, durable,
-//     so quorum, with no x-expires; deleting it is the caller's job. Its
-//     callers in flight keep waiting across a reconnect: their replies wait
-//     in the queue.
-//   - RR15 ReplyQueue(). RR16 Do writes the reply queue as the reply-to
-//     property and as the acemq-reply-to header. RR17 ReplyAddress reads the
-//     header first (a string or bytes), then the property. RR18 HeaderReplyTo,
-//     HeaderError. RR19 a request published by hand with either is answered
-//     (tested with each alone).
-//   - RR20 a request with neither is rejected with messaging.Fatal of an
-//     *UnanswerableError ("acemq: request %s carries neither a acemq-reply-to
-//     header nor a reply-to property, so there is nowhere to reply";
-//     errors.Is ErrUnanswerable), lands in {queue}.dlq, is never retried, and
-//     counts in Unanswerable() and Monitor.Unanswerable.
-//   - RR21 the reply goes to exchange "", key the reply address, correlation
-//     the request's, causation the request's id.
-//   - RR22 a reply that cannot be published after the work succeeded is
-//     messaging.Retry: the work runs again, so responders should be
-//     idempotent. A batch run again by retry does not publish a reply twice
-//     (messaging.PublishOnce keyed by the request's id).
-//   - RR23 Answered() is counted before the reply is published and taken back
-//     when the publish fails (Monitor.Answered hears it once it landed); the
-//     counters live on the Handler, created before Serve subscribes.
-//   - RR24 difference on purpose: a late or unmatched reply is acknowledged
-//     and dropped as the seed says, but counted (Monitor.ReplyDropped), since
-//     issue 13 asks for a late-reply counter.
-//   - RR25 Monitor.RequestCompleted(routingKey, outcome, elapsed), outcome
-//     answered, timed_out or failed (an error reply, a failed publish, the
-//     reply queue lost, the caller's ctx ended), elapsed from before the
-//     publish to Do's return; monitoring/prometheus turns it into
-//     request_total and request_seconds.
-//   - RR26 (the OpenTelemetry span) waits for the tracing adapter.
+// NewRequester(ctx, connector, topic, routingKey, options...) addresses its
+// requests to topic (an exchange; "" is the default exchange, so routingKey
+// names the responder's queue). It reads its reply queue with a streaming
+// subscription of its own and publishes through a batch.Writer, which
+// pipelines concurrent callers' publishes; ctx bounds only the start, and a
+// reply queue that cannot be declared is returned as the error. Many callers
+// may call Do at once: replies are paired with their callers by correlation
+// id.
 //
-// Requests are mandatory and confirmed: Do returns messaging.ErrUnroutable
-// at once when nothing is bound to the address. Payloads are JSON unless
-// Options.Codec says otherwise; the requester encodes its own payload, so a
-// serialization-decorated connector passes it through unchanged.
+// Do(ctx, request) always uses a fresh correlation id; DoWith(ctx, request,
+// envelope) passes your envelope fields through (id, causation, type,
+// headers, expiration; a Topic or RoutingKey replaces the address). Requests
+// are mandatory and confirmed: Do returns messaging.ErrUnroutable at once
+// when nothing is bound to the address. Close is bounded by
+// Options.CloseTimeout; callers still waiting get messaging.ErrClosed.
+//
+// Do waits Options.Timeout (DefaultTimeout, 30 s), then returns an error
+// matching ErrRequestTimedOut ("acemq: no reply arrived before the deadline
+// after 5s (correlation ...)"), which says nothing about whether the work
+// was done. The timer runs beside the caller's context: ctx ending first
+// gives ctx.Err().
+//
+// The reply queue is generated, acemq-reply-<uuid> (ReplyQueue names it):
+// classic, transient, exclusive and auto-delete, without dead-letter
+// arguments. When its connection drops, the requester declares it again
+// under the same name (first after Options.ReconnectDelay, then with the
+// streaming runtime's backoff); callers in flight fail at once with
+// ErrReplyQueueLost (their replies went with the queue), callers that arrive
+// meanwhile wait for it within their timeout, and later calls work. A
+// request whose writer connection had gone stale (refused with
+// messaging.ErrClosed, so not sent) is sent once more on a new connection.
+// Options.ReplyTo(queue) reads replies from a named queue instead: durable
+// (so quorum), without expiry, kept across reconnects with the replies in
+// it, and yours to delete.
+//
+// A reply no caller waits for (it came after its caller gave up) is
+// acknowledged, dropped and counted (Monitor.ReplyDropped). A reply that
+// carries a causation id must carry the request's id: one with a waiting
+// caller's correlation id and another causation is not that caller's
+// answer (forged, or misaddressed), so it is dropped and counted
+// (Monitor.ReplyRefused) and the caller goes on waiting. A reply without a
+// causation id, from a responder that stamps none, is matched by
+// correlation alone.
+//
+// # The responder
+//
+// Serve(ctx, connector, queue, fn, options...) runs a streaming consumer of
+// queue (Options.Workers at once, with its own settlement) and returns once
+// its stream opened, or the start error; Server.Close stops it (a
+// messaging.ListenCloser). NewHandler(replies, fn, options...) is the same
+// responder as a messaging.Handler, for a consumer of your own. For each
+// request fn receives the delivery and the decoded request, and its answer
+// is published:
+//
+//   - to the default exchange, routing key the reply address, with the
+//     request's correlation id and the request's id as its causation id;
+//   - without mandatory: a reply to nowhere is dropped and the request
+//     accepted;
+//   - once per batch: a batch run again by retry does not publish a reply
+//     twice (messaging.PublishOnce, keyed by the request's id).
+//
+// An error from fn goes back as a zero response carrying the acemq-error
+// header, and Do returns a *ResponderError ("acemq: the responder failed:
+// <text>"; the text is a string, so errors.Is does not see the responder's
+// error). The request is then rejected to {queue}.dlq (messaging.Reject with
+// the error marked Fatal): a responder error is never retried. A request
+// whose payload does not decode is answered the same way, so its caller
+// hears of it at once. A reply that cannot be published after the work
+// succeeded is messaging.Retry, and fn runs again: make responders
+// idempotent. A request with no reply address is rejected (Fatal) with an
+// *UnanswerableError matching ErrUnanswerable ("acemq: request <id> carries
+// neither a acemq-reply-to header nor a reply-to property, so there is
+// nowhere to reply"), lands in {queue}.dlq and is never retried. Answered
+// and Unanswerable (on the Server, or the Handler) count replies published
+// and requests that could not be answered; Monitor.Answered and
+// Monitor.Unanswerable hear them.
+//
+// # Wire contract
+//
+// The requester writes its reply queue twice, as the reply-to property and
+// as the acemq-reply-to header (HeaderReplyTo); ReplyAddress reads the
+// header first (a string or bytes), then the property, so a request
+// published by hand with either is answered. An error reply carries
+// acemq-error (HeaderError). Both are application headers, outside the
+// reserved x-acemq- namespace; the envelope headers, {queue}.dlq and the
+// rest of the AceMQ family's contract are in doc/contracts.md.
+//
+// Payloads are JSON unless Options.Codec says otherwise; the requester
+// encodes its own payload, so a serialization-decorated connector passes it
+// through unchanged.
+//
+// # Options
+//
+// Timeout (30 s) and CloseTimeout (10 s); ReplyTo (a generated queue);
+// ReconnectDelay (100 ms); Codec (JSON both ways); MessageType (written on
+// every request; default none); Workers (Serve; 1) and Subscription (Serve's
+// subscription options: capacities, topics, retry policy, shutdown);
+// Logger (slog.Default()); Monitor (NopMonitor). Monitor.RequestCompleted
+// hears every Do with its outcome (OutcomeAnswered, OutcomeTimedOut or
+// OutcomeFailed: an error reply, a failed publish, a reply that did not
+// decode, the reply queue lost, the caller's ctx ended) and the time from before the publish to Do's return;
+// monitoring/prometheus counts them as request_total and request_seconds.
+// monitoring/otel traces a requester's Do and a responder's work.
 package request

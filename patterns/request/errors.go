@@ -36,7 +36,8 @@ var ErrReplyQueueLost = errors.New("acemq: the reply queue was lost with its con
 var ErrUnanswerable = errors.New("acemq: the request carries no reply address")
 
 // ResponderError is what Do returns when the responder answered with an
-// error reply. Its text is the responder's, after the seed's prefix; it is a
+// error reply. Its text is the responder's, after the prefix "acemq: the
+// responder failed: " every AceMQ library writes; it is a
 // string, so errors.Is does not see the responder's own errors across it.
 type ResponderError struct {
 	// Text is the responder's error text (its acemq-error header).

@@ -24,8 +24,12 @@ const (
 	// encoding alone, of the one schema both sides know.
 	PlainContentType = "avro/binary"
 	// GenericContentType is accepted by both modes, as is any type ending in
-	// "+avro".
+	// Suffix.
 	GenericContentType = "application/avro"
+	// Suffix is the structured suffix of an Avro content type
+	// ("application/vnd.orders+avro"); registered alone with
+	// serialization.Options.AddDeserializer, it serves every such type.
+	Suffix = "+avro"
 )
 
 // Codec is a serialization.Serializer and Deserializer of Avro, in one of the

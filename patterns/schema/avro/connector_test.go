@@ -52,3 +52,30 @@ func TestEachModeTravelsThroughSerializationAndRefusesTheOther(t *testing.T) {
 		}
 	}
 }
+
+// A consumer registered for ContentTypes() alone reads a message published
+// under a content type of the publisher's own naming that ends in +avro.
+func TestAnyPlusAvroTypeIsReadWithoutListingIt(t *testing.T) {
+	orderType := reflect.TypeFor[avro.Order]()
+	codec, err := avro.NewPlain(avro.OrderSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := codec.ContentTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := codec.Serialize(avro.SampleOrder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	broker := memory.New()
+	defer broker.Close()
+	consumer := serialization.New(broker, serialization.Options.AddDeserializer(codec, types...),
+		serialization.Options.ReadTypes(map[string]reflect.Type{"order": orderType}))
+	delivery := avro.Through(t, broker, broker, consumer, "shop-orders",
+		messaging.Dispatch{MessageType: "order", ContentType: "application/vnd.shop.order+avro", Payload: payload})
+	if delivery.Undecodable != nil || !reflect.DeepEqual(delivery.Message, avro.SampleOrder()) {
+		t.Fatalf("read %+v (undecodable %v); want the order", delivery.Message, delivery.Undecodable)
+	}
+}

@@ -15,15 +15,15 @@ func (c *Codec) Accepts(contentType string) bool {
 }
 
 // ContentTypes returns the content types to register the codec for with
-// serialization.Options.AddDeserializer: its own, application/avro, and each
-// of extra (your "+avro" types, e.g. "application/vnd.orders+avro"), which
-// serialization matches by name. The error names an extra type the codec
-// does not accept, and why.
+// serialization.Options.AddDeserializer: its own, application/avro, the
+// suffix "+avro" (serialization serves with it every "something+avro" type
+// that has no registration of its own), and each of extra. The error names an
+// extra type the codec does not accept, and why.
 //
-//	types, err := codec.ContentTypes("application/vnd.orders+avro")
+//	types, err := codec.ContentTypes()
 //	connector := serialization.New(transport, serialization.Options.AddDeserializer(codec, types...), ...)
 func (c *Codec) ContentTypes(extra ...string) ([]string, error) {
-	types := []string{c.ContentType(), GenericContentType}
+	types := []string{c.ContentType(), GenericContentType, Suffix}
 	for _, contentType := range extra {
 		if err := c.refusal(contentType); err != nil {
 			return nil, err
@@ -40,7 +40,7 @@ func (c *Codec) refusal(contentType string) error {
 		return fmt.Errorf("avro: %s is registered Avro, each payload starting with 0x00 and a schema id, which a plain codec would read as wrong values; read it with avro.NewRegistered", contentType)
 	case normalized == PlainContentType && c.registered:
 		return fmt.Errorf("avro: %s is plain Avro, with no schema id in the payload, which a registered codec cannot read; read it with avro.NewPlain", contentType)
-	case normalized == c.ContentType(), normalized == GenericContentType, strings.HasSuffix(normalized, "+avro"):
+	case normalized == c.ContentType(), normalized == GenericContentType, strings.HasSuffix(normalized, Suffix):
 		return nil
 	default:
 		return fmt.Errorf("avro: %q is not an Avro content type (%s, %s, or one ending in +avro)", contentType, c.ContentType(), GenericContentType)

@@ -82,6 +82,6 @@ func ExampleNewPlain() {
 	fmt.Println(err)
 	// Output:
 	// avro/binary, 10 bytes: {ID:o-1 Cents:1250 Currency:USD}
-	// [avro/binary application/avro application/vnd.shop+avro]
+	// [avro/binary application/avro +avro application/vnd.shop+avro]
 	// avro: application/vnd.acemq.avro is registered Avro, each payload starting with 0x00 and a schema id, which a plain codec would read as wrong values; read it with avro.NewRegistered
 }

@@ -155,7 +155,7 @@ func (f *ContentTypesFixture) TestNeitherAcceptsAnotherFormat() {
 func (f *ContentTypesFixture) TestContentTypesListsWhatToRegister() {
 	types, err := f.registered.ContentTypes("application/vnd.orders+avro")
 	f.So(err, should.BeNil)
-	f.So(types, should.Resemble, []string{"application/vnd.acemq.avro", "application/avro", "application/vnd.orders+avro"})
+	f.So(types, should.Resemble, []string{"application/vnd.acemq.avro", "application/avro", "+avro", "application/vnd.orders+avro"})
 	types, _ = f.plain.ContentTypes()
-	f.So(types, should.Resemble, []string{"avro/binary", "application/avro"})
+	f.So(types, should.Resemble, []string{"avro/binary", "application/avro", "+avro"})
 }
