@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,3 +98,37 @@ Desc{fqName: "serialization_decoded_total", help: "Messages decoded, by codec (j
 Desc{fqName: "serialization_encoded_total", help: "Messages encoded, by result.", unit: "", constLabels: {}, variableLabels: {result}}
 Desc{fqName: "stream_resumed_total", help: "Stream readers reattached after a dropped connection where they left off.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "stream_retry_refused_total", help: "Retry or InProgress asked on a stream and refused: the message was parked instead of appended again.", unit: "", constLabels: {}, variableLabels: {stream}}`
+
+// TestTheMonitoringGuideListsEveryInstrument keeps doc/monitoring.md's tables
+// and New in step: every instrument has a row, and every row an instrument.
+func TestTheMonitoringGuideListsEveryInstrument(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "doc", "monitoring.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(guide), "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, _, ok = strings.Cut(name, "` | "); ok && !strings.ContainsAny(name, " `") {
+				documented[name] = true
+			}
+		}
+	}
+	registerer := &recordingRegisterer{}
+	if _, err := New(registerer); err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, description := range registerer.descriptions {
+		name := between(description, `fqName: "`, `"`)
+		registered[name] = true
+		if !documented[name] {
+			t.Errorf("doc/monitoring.md has no row for %s", name)
+		}
+	}
+	for name := range documented {
+		if !registered[name] {
+			t.Errorf("doc/monitoring.md has a row for %s, which New does not register", name)
+		}
+	}
+}
