@@ -76,9 +76,9 @@ func ExampleNew() {
 		}
 	}
 	// Output:
-	// handler_attempts_total{result=failure} 1
-	// handler_attempts_total{result=success} 1
-	// handler_transactions_total{event=committed,result=success} 1
-	// handler_transactions_total{event=rolled_back,result=success} 1
-	// handler_transactions_total{event=started,result=success} 2
+	// handler_attempts_total{result=failure,stream=other} 1
+	// handler_attempts_total{result=success,stream=other} 1
+	// handler_transaction_events_total{event=committed,result=success} 1
+	// handler_transaction_events_total{event=rolled_back,result=success} 1
+	// handler_transaction_events_total{event=started,result=success} 2
 }
