@@ -29,8 +29,8 @@ func ExampleNew() {
 	defer cancel()
 	_, err := transport.Connect(ctx)
 	fmt.Println(err)
-	fmt.Println("outage:", messaging.IsOutage(err))
+	fmt.Println("outage:", messaging.IsOutage(err), "permanent:", messaging.IsPermanent(err))
 	// Output:
 	// the broker address amqp//billing:xxxxx@rabbit.internal:5672/orders is malformed (the parser's detail is withheld because it may quote the password); a password holding a reserved character must be percent-encoded ('#' as %23, '@' as %40, ':' as %3A, '/' as %2F, '?' as %3F, '%' as %25); give rabbitmq.Options.Address a URI such as amqp://user:password@host:5672/vhost
-	// outage: false
+	// outage: false permanent: true
 }
