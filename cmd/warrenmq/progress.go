@@ -21,8 +21,8 @@ const (
 var (
 	// progressEvery is how often the lines mode writes a line: often enough
 	// that a log shows the operation is alive, rarely enough that 20,000
-	// messages make a handful of lines. Tests shorten it.
-	progressEvery = 5 * time.Second
+	// messages make a few lines. Tests shorten it.
+	progressEvery = 2 * time.Second
 	// barEvery is how often the bar is redrawn on a terminal.
 	barEvery = 200 * time.Millisecond
 )

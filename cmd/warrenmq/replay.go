@@ -27,7 +27,7 @@ message moves when it matches every filter given: -type (its type, exactly),
 equals VALUE). -dry-run reads and filters, moves nothing, and summarises what
 would move: counts by set-aside reason with the first ids of each; -each (or
 -v) lists every message instead. While it runs, stderr shows its progress (a
-bar on a terminal, a line every 5s otherwise); it ends with the totals: moved,
+bar on a terminal, a line every 2s otherwise); it ends with the totals: moved,
 skipped, failed (read, not moved, back in QUEUE), left in QUEUE, and why it
 stopped. -json prints one JSON document instead (doc/operations.md).
 Exit status: 0 when the pass drained, reached -limit or its -deadline;
@@ -165,7 +165,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	report.Failed = max(read-result.Moved-result.Skipped, 0)
 	report.Seconds = bar.elapsed().Seconds()
 	report.Reasons, report.Messages = tally.sorted(), tally.messages
-	report.Left = leftIn(ctx, declarer, from.Queue, f.timeout)
+	report.Left = leftIn(ctx, declarer, from.Queue, f, stderr)
 	if runErr != nil {
 		report.Error = runErr.Error()
 	}
@@ -192,13 +192,21 @@ func existingDepth(ctx context.Context, declarer messaging.Declarer, queue strin
 }
 
 // leftIn is how many messages wait in queue once the pass ended (-1 when
-// the broker could not say), asked even when the pass was interrupted.
-func leftIn(ctx context.Context, declarer messaging.Declarer, queue string, timeout time.Duration) int {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+// the broker could not say), asked even when the pass was interrupted, and
+// on a new connection when the pass's failure closed the first one.
+func leftIn(ctx context.Context, declarer messaging.Declarer, queue string, f replayFlags, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
 	defer cancel()
 	state, err := declarer.InspectQueue(ctx, queue)
 	if err != nil {
-		return -1
+		again, closeAgain, dialErr := declarerAt(ctx, f.address, f.timeout, stderr)
+		if dialErr != nil {
+			return -1
+		}
+		defer closeAgain()
+		if state, err = again.InspectQueue(ctx, queue); err != nil {
+			return -1
+		}
 	}
 	return state.Messages
 }
