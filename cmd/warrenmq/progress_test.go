@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -22,12 +23,13 @@ func TestProgressLinesEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out := &testenv.LogBuffer{}
 		p := startProgress(out, progressAuto, "replay orders.dlq", "messages", "moved", 1000)
+		defer p.stop()
 		p.done.Add(400)
 		p.skipped.Add(100)
 		time.Sleep(progressEvery + time.Millisecond)
 		synctest.Wait()
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		if len(lines) != 1 || lines[0] != "replay orders.dlq: 500 of 1000 (50%) messages, 400 moved, 100 skipped, 100/s, 5s" {
+		if len(lines) != 1 || lines[0] != fmt.Sprintf("replay orders.dlq: 500 of 1000 (50%%) messages, 400 moved, 100 skipped, %.0f/s, %s", 500/progressEvery.Seconds(), progressEvery) {
 			t.Fatalf("after one interval: %q", out.String())
 		}
 		p.done.Add(500)
@@ -51,6 +53,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		out := &fakeTerminal{}
 		p := startProgress(redacting{w: out}, progressAuto, "replay q.dlq", "messages", "moved", 200)
+		defer p.stop()
 		p.done.Add(50)
 		time.Sleep(barEvery + time.Millisecond)
 		synctest.Wait()
