@@ -60,7 +60,18 @@ func TestReplayOfManyMessagesShowsProgress(t *testing.T) {
 	dlq := wire.DeadLetterQueue(queue)
 	ctx := context.Background()
 
-	stdout, stderr := &bytes.Buffer{}, &testenv.LogBuffer{}
+	// Interrupted (Ctrl-C ends the context), a pass says so, with its totals.
+	stdout := &bytes.Buffer{}
+	interrupted, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := run(interrupted, []string{"replay", "-amqp", address, "-dry-run", dlq}, stdout, &bytes.Buffer{})
+	cancel()
+	if exitCode(err) != exitFailed || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "run it again to continue") ||
+		!strings.Contains(stdout.String(), fmt.Sprintf("(cancelled) to queue %s; 0 failed, %d left in %s", queue, n+6, dlq)) {
+		t.Fatalf("an interrupted pass: exit %d, %v\n%s", exitCode(err), err, stdout)
+	}
+
+	stdout.Reset()
+	stderr := &testenv.LogBuffer{}
 	if err := run(ctx, []string{"replay", "-amqp", address, "-dry-run", "-type", "OrderPlaced", "-progress", "lines", dlq}, stdout, stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}

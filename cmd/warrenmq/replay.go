@@ -225,6 +225,8 @@ func replayError(queue, address string, result replay.Result, runErr error) erro
 	switch {
 	case runErr == nil:
 		return nil
+	case result.Reason == replay.Cancelled:
+		return fmt.Errorf("replay of %s interrupted (%s): %w; what did not move is still in %s: run it again to continue", queue, result, runErr, queue)
 	case errors.Is(runErr, messaging.ErrNotFound):
 		return fmt.Errorf("%w: replay of %s stopped (%s): the broker at %s lacks what the pass names (the queue, or the -exchange): %w; check the names",
 			errNotFound, queue, result, redact.Address(address), runErr)
