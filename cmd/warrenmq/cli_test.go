@@ -265,7 +265,7 @@ func TestOutboxReleaseOfAMissingRowIsNotFound(t *testing.T) {
 func TestOutboxReleaseOfManyRowsShowsProgress(t *testing.T) {
 	defer func(every time.Duration) { progressEvery = every }(progressEvery)
 	progressEvery = 20 * time.Millisecond // a real database: wait on real time
-	const rows = 1600
+	const rows = 1000
 	flags := sqliteOutbox(t, rows)
 	ids := make([]string, 0, rows/2)
 	for i := range rows / 2 {

@@ -27,7 +27,7 @@ func manyMessages(t *testing.T) int {
 		}
 		return n
 	}
-	return 8000
+	return 6000
 }
 
 // bulkFixture declares a subscription queue and its dead-letter queue with
