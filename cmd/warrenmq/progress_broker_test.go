@@ -46,7 +46,7 @@ func bulkFixture(t *testing.T, address string, n int) (string, messaging.Declare
 }
 
 // progressLine is a line of the lines mode.
-var progressLine = regexp.MustCompile(`^replay \S+: (\d+) of (\d+) \(\d+%\) messages, (\d+) moved, (\d+) skipped, \d+/s, [\d.]+m?s$`)
+var progressLine = regexp.MustCompile(`^replay \S+: (\d+) of (\d+) \(\d+%\) messages, (\d+) (?:would move|moved), (\d+) skipped, \d+/s, [\d.]+m?s$`)
 
 // A long replay shows its progress on stderr (lines off a terminal, a bar on
 // one) and ends with its totals on stdout; its dry run is a summary of a

@@ -147,7 +147,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	report := replayReport{Queue: from.Queue, Destination: destinationOf(from), DryRun: from.DryRun, Depth: depth}
 	tally := newTally(f.each)
-	bar := startProgress(stderr, f.progress, "replay "+from.Queue, "messages", "moved", depth)
+	verb := "moved"
+	if from.DryRun {
+		verb = "would move"
+	}
+	bar := startProgress(stderr, f.progress, "replay "+from.Queue, "messages", verb, depth)
 	read := 0
 	from.Filter = counting(from.Filter, &read)
 	each := replay.Options.Each(func(d messaging.Delivery, verdict replay.Verdict) {
