@@ -32,17 +32,10 @@ func (c *connection) usableLocked() error {
 
 // Reader opens a reader on this connection.
 func (c *connection) Reader(ctx context.Context) (messaging.Reader, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	b := c.broker
-	b.mu.Lock()
-	defer b.unlock()
-	if err := c.usableLocked(); err != nil {
-		return nil, err
-	}
 	r := &reader{conn: c, streams: map[*stream]struct{}{}}
-	c.readers[r] = struct{}{}
+	if err := c.open(ctx, func() { c.readers[r] = struct{}{} }); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -65,18 +58,27 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 }
 
 func (c *connection) openWriter(ctx context.Context) (*writer, error) {
-	if err := ctx.Err(); err != nil {
+	w := &writer{conn: c}
+	if err := c.open(ctx, func() { c.writers[w] = struct{}{} }); err != nil {
 		return nil, err
+	}
+	return w, nil
+}
+
+// open registers a new reader or writer with add, under the broker's lock,
+// once ctx has not ended and the connection is still open.
+func (c *connection) open(ctx context.Context, add func()) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	b := c.broker
 	b.mu.Lock()
 	defer b.unlock()
 	if err := c.usableLocked(); err != nil {
-		return nil, err
+		return err
 	}
-	w := &writer{conn: c}
-	c.writers[w] = struct{}{}
-	return w, nil
+	add()
+	return nil
 }
 
 // Close closes the connection's readers, streams and writers, requeues what

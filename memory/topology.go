@@ -54,22 +54,7 @@ type queue struct {
 	streams  int  // open streams consuming the queue
 	consumed bool // a stream has consumed it: auto-delete applies
 	deleted  bool
-	wake     chan struct{}
-}
-
-// waiter returns a channel closed at the queue's next change.
-func (q *queue) waiter() <-chan struct{} {
-	if q.wake == nil {
-		q.wake = make(chan struct{})
-	}
-	return q.wake
-}
-
-func (q *queue) notify() {
-	if q.wake != nil {
-		close(q.wake)
-		q.wake = nil
-	}
+	signal   // the queue's next change: a message pushed or requeued, the delete
 }
 
 func (q *queue) push(m *message) {

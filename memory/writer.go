@@ -163,11 +163,6 @@ func (w *commitWriter) Rollback() error {
 
 // Close forgets uncommitted writes and closes the writer.
 func (w *commitWriter) Close() error {
-	b := w.conn.broker
-	b.mu.Lock()
-	defer b.unlock()
-	w.pending, w.mandatory = nil, nil
-	w.closeLocked()
-	delete(w.conn.writers, w.writer)
-	return nil
+	_ = w.Rollback() // never fails
+	return w.writer.Close()
 }
