@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Exchange kinds the in-memory broker routes.
@@ -234,40 +236,14 @@ func describe(value any) string {
 	return fmt.Sprintf("'%v'", value)
 }
 
-// integer reads an integer argument of any width.
+// integer reads an integer argument of any width (wire.Whole), or one
+// written as decimal text.
 func integer(value any) (int64, bool) {
-	switch v := value.(type) {
-	case int:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case int32:
-		return int64(v), true
-	case int64:
-		return v, true
-	case uint8:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case uint32:
-		return int64(v), true
-	case uint64:
-		if v > 1<<62 {
-			return 0, false
-		}
-		return int64(v), true
-	case uint:
-		if v > 1<<62 {
-			return 0, false
-		}
-		return int64(v), true
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
+	if text, ok := value.(string); ok {
+		n, err := strconv.ParseInt(text, 10, 64)
 		return n, err == nil
 	}
-	return 0, false
+	return wire.Whole(value)
 }
 
 // queueTTL is the queue's x-message-ttl, or 0 and false.
