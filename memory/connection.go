@@ -33,7 +33,11 @@ func (c *connection) usableLocked() error {
 // Reader opens a reader on this connection.
 func (c *connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	r := &reader{conn: c, streams: map[*stream]struct{}{}}
-	if err := c.open(ctx, func() { c.readers[r] = struct{}{} }); err != nil {
+	err := c.locked(ctx, "open a reader", func(*Broker) error {
+		c.readers[r] = struct{}{}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -59,26 +63,14 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 
 func (c *connection) openWriter(ctx context.Context) (*writer, error) {
 	w := &writer{conn: c}
-	if err := c.open(ctx, func() { c.writers[w] = struct{}{} }); err != nil {
+	err := c.locked(ctx, "open a writer", func(*Broker) error {
+		c.writers[w] = struct{}{}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return w, nil
-}
-
-// open registers a new reader or writer with add, under the broker's lock,
-// once ctx has not ended and the connection is still open.
-func (c *connection) open(ctx context.Context, add func()) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	b := c.broker
-	b.mu.Lock()
-	defer b.unlock()
-	if err := c.usableLocked(); err != nil {
-		return err
-	}
-	add()
-	return nil
 }
 
 // Close closes the connection's readers, streams and writers, requeues what
