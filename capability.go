@@ -53,32 +53,28 @@ func As[T any](value any) (T, bool) {
 
 // unwrap returns what value decorates, or nil when it decorates nothing.
 func unwrap(value any) any {
-	var inner any
 	switch w := value.(type) {
 	case interface{ Unwrap() Connection }:
-		if c := w.Unwrap(); c != nil {
-			inner = c
-		}
+		return inner(w)
 	case interface{ Unwrap() Stream }:
-		if s := w.Unwrap(); s != nil {
-			inner = s
-		}
+		return inner(w)
 	case interface{ Unwrap() Reader }:
-		if r := w.Unwrap(); r != nil {
-			inner = r
-		}
+		return inner(w)
 	case interface{ Unwrap() CommitWriter }:
-		if c := w.Unwrap(); c != nil {
-			inner = c
-		}
+		return inner(w)
 	case interface{ Unwrap() Writer }:
-		if c := w.Unwrap(); c != nil {
-			inner = c
-		}
+		return inner(w)
 	case interface{ Unwrap() Connector }:
-		if c := w.Unwrap(); c != nil {
-			inner = c
-		}
+		return inner(w)
 	}
-	return inner
+	return nil
+}
+
+// inner is what w decorates, or nil, not a nil interface of w's kind, when it
+// decorates nothing.
+func inner[T any](w interface{ Unwrap() T }) any {
+	if value := w.Unwrap(); any(value) != nil {
+		return value
+	}
+	return nil
 }

@@ -26,19 +26,39 @@ import (
 //     give up at once (a decode that needed a registry that was down).
 //   - Anything else is the message's own failure, and spends its budget.
 
-// fatalError marks an error that retrying cannot fix.
-type fatalError struct{ err error }
+// mark is err marked with what it means, K: its text and its chain are err's.
+// It is the one form of the Fatal, Outage and Retryable marks.
+type mark[K any] struct{ err error }
 
-func (f fatalError) Error() string { return f.err.Error() }
-func (f fatalError) Unwrap() error { return f.err }
+func (m mark[K]) Error() string { return m.err.Error() }
+func (m mark[K]) Unwrap() error { return m.err }
+
+// The meanings a mark gives: retrying cannot fix it; a dependency failed, not
+// the message; a later attempt may fix it.
+type (
+	fatal     struct{}
+	outage    struct{}
+	retryable struct{}
+)
+
+// marked returns err marked with K; marked(nil) is nil.
+func marked[K any](err error) error {
+	if err == nil {
+		return nil
+	}
+	return mark[K]{err: err}
+}
+
+// isMarked reports whether err, or anything it wraps, carries the mark K.
+func isMarked[K any](err error) bool {
+	var m mark[K]
+	return errors.As(err, &m)
+}
 
 // Fatal marks err as unfixable by retrying: a handler that panics with it is
 // dead-lettered at once instead of spending its retry budget. Fatal(nil) is nil.
 func Fatal(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fatalError{err: err}
+	return marked[fatal](err)
 }
 
 // Fatalf is Fatal(fmt.Errorf(format, args...)).
@@ -48,15 +68,8 @@ func Fatalf(format string, args ...any) error {
 
 // IsFatal reports whether err, or anything it wraps, was marked with Fatal.
 func IsFatal(err error) bool {
-	var f fatalError
-	return errors.As(err, &f)
+	return isMarked[fatal](err)
 }
-
-// outageError marks a failure of a dependency rather than of a message.
-type outageError struct{ err error }
-
-func (o outageError) Error() string { return o.err.Error() }
-func (o outageError) Unwrap() error { return o.err }
 
 // Outage marks err as the failure of a dependency (the database or the broker
 // unreachable, a transaction that cannot begin, a commit the database did not
@@ -65,13 +78,10 @@ func (o outageError) Unwrap() error { return o.err }
 // and never dead-letter for one: they hold the messages and back off until
 // the dependency answers. Outage(nil) is nil.
 func Outage(err error) error {
-	if err == nil {
-		return nil
-	}
-	if IsOutage(err) {
+	if err == nil || IsOutage(err) {
 		return err
 	}
-	return outageError{err: err}
+	return marked[outage](err)
 }
 
 // IsOutage reports whether err was marked with Outage, or is recognisably a
@@ -83,11 +93,7 @@ func IsOutage(err error) bool {
 	if err == nil || IsFatal(err) {
 		return false
 	}
-	var o outageError
-	if errors.As(err, &o) {
-		return true
-	}
-	return isDependencyFailure(err) || IsConnectionLost(err) || IsDatabaseLost(err)
+	return isMarked[outage](err) || isDependencyFailure(err) || IsConnectionLost(err) || IsDatabaseLost(err)
 }
 
 // OutageOf reports whether value, a recovered panic value, is an error that
@@ -295,29 +301,16 @@ func IsPermanent(err error) bool {
 	return errors.Is(err, ErrAccessRefused) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadAddress)
 }
 
-// retryableError marks an error a later attempt may fix.
-type retryableError struct{ err error }
-
-func (r retryableError) Error() string { return r.err.Error() }
-func (r retryableError) Unwrap() error { return r.err }
-
 // Retryable marks err as worth another attempt even where the default is to
 // give up at once: a decode error marked Retryable (a claim-check store that
 // timed out, a schema registry that is down) goes through the retry policy
 // instead of the parked queue. Retryable(nil) is nil.
 func Retryable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return retryableError{err: err}
+	return marked[retryable](err)
 }
 
 // IsRetryable reports whether err, or anything it wraps, was marked with
 // Retryable and not also with Fatal.
 func IsRetryable(err error) bool {
-	if IsFatal(err) {
-		return false
-	}
-	var r retryableError
-	return errors.As(err, &r)
+	return !IsFatal(err) && isMarked[retryable](err)
 }

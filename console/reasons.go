@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // maxReasonKey bounds the folded reason a group is known by, in bytes: two
@@ -41,14 +42,7 @@ func fold(reason string) string {
 		return "{id}"
 	})
 	reason = numberPattern.ReplaceAllString(reason, "#")
-	if len(reason) > maxReasonKey {
-		cut := maxReasonKey
-		for cut > 0 && !utf8.RuneStart(reason[cut]) {
-			cut--
-		}
-		reason = reason[:cut] + "…"
-	}
-	return reason
+	return bounded(reason, maxReasonKey)
 }
 
 // groupKey names a folded reason in a link.
@@ -115,14 +109,11 @@ func (g *grouping) groups() []group {
 	return list
 }
 
-// bounded cuts s to at most n bytes on a rune boundary, marking the cut.
+// bounded cuts s to at most n bytes on a rune boundary (wire.Cut), marking
+// the cut.
 func bounded(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return wire.Cut(s, n) + "…"
 }

@@ -38,11 +38,11 @@ type Broker struct {
 	pulls       uint64
 	waiting     int // Reads blocked waiting for a delivery or capacity
 	events      []func(Monitor)
-	// expiries is closed (and forgotten) when a message that expires is
-	// enqueued: a Read waiting with a timer for the earliest expiry it knew
-	// of must look again, since the new message may expire sooner and be
-	// dead-lettered into its queue (a TTL ladder, a retry rung).
-	expiries chan struct{}
+	// expiries is notified when a message that expires is enqueued: a Read
+	// waiting with a timer for the earliest expiry it knew of must look
+	// again, since the new message may expire sooner and be dead-lettered
+	// into its queue (a TTL ladder, a retry rung).
+	expiries signal
 }
 
 var _ messaging.Connector = (*Broker)(nil)

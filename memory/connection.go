@@ -32,17 +32,14 @@ func (c *connection) usableLocked() error {
 
 // Reader opens a reader on this connection.
 func (c *connection) Reader(ctx context.Context) (messaging.Reader, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	b := c.broker
-	b.mu.Lock()
-	defer b.unlock()
-	if err := c.usableLocked(); err != nil {
-		return nil, err
-	}
 	r := &reader{conn: c, streams: map[*stream]struct{}{}}
-	c.readers[r] = struct{}{}
+	err := c.locked(ctx, "open a reader", func(*Broker) error {
+		c.readers[r] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -65,17 +62,14 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 }
 
 func (c *connection) openWriter(ctx context.Context) (*writer, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	b := c.broker
-	b.mu.Lock()
-	defer b.unlock()
-	if err := c.usableLocked(); err != nil {
-		return nil, err
-	}
 	w := &writer{conn: c}
-	c.writers[w] = struct{}{}
+	err := c.locked(ctx, "open a writer", func(*Broker) error {
+		c.writers[w] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 

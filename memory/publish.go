@@ -71,27 +71,11 @@ func (b *Broker) publishLocked(m *message, mandatory bool) (int, error) {
 		held.redelivered = false
 		held.expiresAt = expiry(now, held.envelope.Expiration, q)
 		if !held.expiresAt.IsZero() {
-			b.expiryAddedLocked()
+			b.expiries.notify() // wakes every Read waiting on the earliest expiry
 		}
 		q.push(held)
 	}
 	return len(targets), nil
-}
-
-// expiryWaiterLocked is closed when the next message that expires is enqueued.
-func (b *Broker) expiryWaiterLocked() <-chan struct{} {
-	if b.expiries == nil {
-		b.expiries = make(chan struct{})
-	}
-	return b.expiries
-}
-
-// expiryAddedLocked wakes every Read waiting on the earliest expiry.
-func (b *Broker) expiryAddedLocked() {
-	if b.expiries != nil {
-		close(b.expiries)
-		b.expiries = nil
-	}
 }
 
 // expiry is when a message enqueued now on q expires: the earlier of its own

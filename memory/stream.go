@@ -23,8 +23,8 @@ type stream struct {
 	unacked  map[uint64]*message
 	closed   bool
 	cause    error
-	wake     chan struct{}
 	waiting  bool // a Read is blocked (counted in Broker.waiting)
+	signal        // a change a blocked Read waits for: a settlement, the close
 }
 
 func (s *stream) stopWaitingLocked() {
@@ -38,20 +38,6 @@ func (s *stream) doneWaiting() {
 	s.broker.mu.Lock()
 	s.stopWaitingLocked()
 	s.broker.mu.Unlock()
-}
-
-func (s *stream) waiter() <-chan struct{} {
-	if s.wake == nil {
-		s.wake = make(chan struct{})
-	}
-	return s.wake
-}
-
-func (s *stream) notify() {
-	if s.wake != nil {
-		close(s.wake)
-		s.wake = nil
-	}
 }
 
 // Read blocks until a delivery is ready and the stream holds fewer than its
@@ -91,7 +77,7 @@ func (s *stream) Read(ctx context.Context, delivery *messaging.Delivery) error {
 			b.unlock()
 			return fmt.Errorf("memory: stream %q: %w", name, messaging.ErrQueueEmpty)
 		}
-		queueChanged, streamChanged, expiriesChanged := s.queue.waiter(), s.waiter(), b.expiryWaiterLocked()
+		queueChanged, streamChanged, expiriesChanged := s.queue.waiter(), s.waiter(), b.expiries.waiter()
 		expiry := b.nextExpiryLocked()
 		s.waiting = true
 		b.waiting++

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // Exchange kinds the in-memory broker routes.
@@ -54,22 +56,7 @@ type queue struct {
 	streams  int  // open streams consuming the queue
 	consumed bool // a stream has consumed it: auto-delete applies
 	deleted  bool
-	wake     chan struct{}
-}
-
-// waiter returns a channel closed at the queue's next change.
-func (q *queue) waiter() <-chan struct{} {
-	if q.wake == nil {
-		q.wake = make(chan struct{})
-	}
-	return q.wake
-}
-
-func (q *queue) notify() {
-	if q.wake != nil {
-		close(q.wake)
-		q.wake = nil
-	}
+	signal   // the queue's next change: a message pushed or requeued, the delete
 }
 
 func (q *queue) push(m *message) {
@@ -123,19 +110,11 @@ func (b *Broker) declareExchangeWithLocked(spec exchange) error {
 		return accessRefused("operation not permitted on the default exchange")
 	}
 	if existing, ok := b.exchanges[name]; ok {
-		if existing.kind != kind {
-			return preconditionFailed("inequivalent arg 'type' for exchange %q: received %q but current is %q", name, kind, existing.kind)
-		}
-		if existing.durable != spec.durable {
-			return preconditionFailed("inequivalent arg 'durable' for exchange %q: received %t but current is %t", name, spec.durable, existing.durable)
-		}
-		if existing.autoDelete != spec.autoDelete {
-			return preconditionFailed("inequivalent arg 'auto_delete' for exchange %q: received %t but current is %t", name, spec.autoDelete, existing.autoDelete)
-		}
-		if arg, was, now, differ := differentArguments(existing.arguments, spec.arguments); differ {
-			return preconditionFailed("inequivalent arg '%s' for exchange %q: received %v but current is %v", arg, name, describe(now), describe(was))
-		}
-		return nil
+		return inequivalent("exchange", name, []property{
+			{"type", strconv.Quote(kind), strconv.Quote(existing.kind)},
+			{"durable", spec.durable, existing.durable},
+			{"auto_delete", spec.autoDelete, existing.autoDelete},
+		}, existing.arguments, spec.arguments)
 	}
 	if strings.HasPrefix(name, "amq.") {
 		return accessRefused("exchange name %q contains reserved prefix 'amq.*'", name)
@@ -213,21 +192,40 @@ func validQueue(name string, options QueueOptions) error {
 	return nil
 }
 
+// equivalent checks a queue's redeclaration against the queue that exists.
 func equivalent(existing *queue, options QueueOptions) error {
-	name, current := existing.name, existing.options
-	if current.Durable != options.Durable {
-		return preconditionFailed("inequivalent arg 'durable' for queue %q: received %t but current is %t", name, options.Durable, current.Durable)
+	current := existing.options
+	return inequivalent("queue", existing.name, []property{
+		{"durable", options.Durable, current.Durable},
+		{"exclusive", options.Exclusive, current.Exclusive},
+		{"auto_delete", options.AutoDelete, current.AutoDelete},
+	}, current.Arguments, options.Arguments)
+}
+
+// property is one property of an exchange or queue as a redeclaration
+// received it and as the existing one has it.
+type property struct {
+	arg               string
+	received, current any
+}
+
+// inequivalent is RabbitMQ's answer to a redeclaration that differs from what
+// exists: PRECONDITION_FAILED naming the first of properties that differs,
+// else the first argument (differentArguments); nil when nothing differs.
+func inequivalent(kind, name string, properties []property, current, declared map[string]any) error {
+	for _, p := range properties {
+		if p.received != p.current {
+			return mismatch(kind, name, p.arg, p.received, p.current)
+		}
 	}
-	if current.Exclusive != options.Exclusive {
-		return preconditionFailed("inequivalent arg 'exclusive' for queue %q: received %t but current is %t", name, options.Exclusive, current.Exclusive)
-	}
-	if current.AutoDelete != options.AutoDelete {
-		return preconditionFailed("inequivalent arg 'auto_delete' for queue %q: received %t but current is %t", name, options.AutoDelete, current.AutoDelete)
-	}
-	if arg, was, now, differ := differentArguments(current.Arguments, options.Arguments); differ {
-		return preconditionFailed("inequivalent arg '%s' for queue %q: received %v but current is %v", arg, name, describe(now), describe(was))
+	if arg, was, now, differ := differentArguments(current, declared); differ {
+		return mismatch(kind, name, arg, describe(now), describe(was))
 	}
 	return nil
+}
+
+func mismatch(kind, name, arg string, received, current any) error {
+	return preconditionFailed("inequivalent arg '%s' for %s %q: received %v but current is %v", arg, kind, name, received, current)
 }
 
 // normalArgument makes equal what RabbitMQ treats as equal: integers of any
@@ -249,40 +247,14 @@ func describe(value any) string {
 	return fmt.Sprintf("'%v'", value)
 }
 
-// integer reads an integer argument of any width.
+// integer reads an integer argument of any width (wire.Whole), or one
+// written as decimal text.
 func integer(value any) (int64, bool) {
-	switch v := value.(type) {
-	case int:
-		return int64(v), true
-	case int8:
-		return int64(v), true
-	case int16:
-		return int64(v), true
-	case int32:
-		return int64(v), true
-	case int64:
-		return v, true
-	case uint8:
-		return int64(v), true
-	case uint16:
-		return int64(v), true
-	case uint32:
-		return int64(v), true
-	case uint64:
-		if v > 1<<62 {
-			return 0, false
-		}
-		return int64(v), true
-	case uint:
-		if v > 1<<62 {
-			return 0, false
-		}
-		return int64(v), true
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
+	if text, ok := value.(string); ok {
+		n, err := strconv.ParseInt(text, 10, 64)
 		return n, err == nil
 	}
-	return 0, false
+	return wire.Whole(value)
 }
 
 // queueTTL is the queue's x-message-ttl, or 0 and false.

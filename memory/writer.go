@@ -36,28 +36,26 @@ func (w *writer) usableLocked() error {
 // wraps messaging.ErrWireLimit or the reserved-header error, and the others
 // are published.
 func (w *writer) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
+	return w.accept(ctx, dispatches, func(messages []*message, mandatory []bool) (int, error) {
+		w.conn.broker.sweepLocked()
+		return w.publishLocked(messages, mandatory)
+	})
+}
+
+// accept checks, under the broker's lock, that a write may proceed, turns its
+// dispatches into messages (envelope defaults filled, headers checked) and
+// hands them to take, still under the lock; both writers start here.
+func (w *writer) accept(ctx context.Context, dispatches []messaging.Dispatch, take func([]*message, []bool) (int, error)) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	b := w.conn.broker
 	b.mu.Lock()
 	defer b.unlock()
-	messages, mandatory, err := w.acceptLocked(ctx, dispatches)
-	if err != nil {
+	if err := w.usableLocked(); err != nil {
 		return 0, err
 	}
-	b.sweepLocked()
-	return w.publishLocked(messages, mandatory)
-}
-
-// acceptLocked checks that a write may proceed and turns its dispatches into
-// messages (envelope defaults filled, headers checked); both writers start here.
-func (w *writer) acceptLocked(ctx context.Context, dispatches []messaging.Dispatch) ([]*message, []bool, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if err := w.usableLocked(); err != nil {
-		return nil, nil, err
-	}
-	messages, mandatory := w.conn.broker.messagesOf(dispatches)
-	return messages, mandatory, nil
+	return take(b.messagesOf(dispatches))
 }
 
 func (w *writer) publishLocked(messages []*message, mandatory []bool) (int, error) {
@@ -118,16 +116,11 @@ type commitWriter struct {
 // on AMQP is held as refused, and Commit reports it alone in its
 // *messaging.PublishError while publishing the others.
 func (w *commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	b := w.conn.broker
-	b.mu.Lock()
-	defer b.unlock()
-	messages, mandatory, err := w.acceptLocked(ctx, dispatches)
-	if err != nil {
-		return 0, err
-	}
-	w.pending = append(w.pending, messages...)
-	w.mandatory = append(w.mandatory, mandatory...)
-	return len(dispatches), nil
+	return w.accept(ctx, dispatches, func(messages []*message, mandatory []bool) (int, error) {
+		w.pending = append(w.pending, messages...)
+		w.mandatory = append(w.mandatory, mandatory...)
+		return len(dispatches), nil
+	})
 }
 
 // Commit publishes everything written since the last Commit or Rollback, in
@@ -163,11 +156,6 @@ func (w *commitWriter) Rollback() error {
 
 // Close forgets uncommitted writes and closes the writer.
 func (w *commitWriter) Close() error {
-	b := w.conn.broker
-	b.mu.Lock()
-	defer b.unlock()
-	w.pending, w.mandatory = nil, nil
-	w.closeLocked()
-	delete(w.conn.writers, w.writer)
-	return nil
+	_ = w.Rollback() // never fails
+	return w.writer.Close()
 }

@@ -42,16 +42,25 @@ func errNilInner(what string) error {
 	return fmt.Errorf("serialization: the wrapped connector returned no %s and no error; it is broken", what)
 }
 
+// decorate returns what an inner layer opened, wrapped, or the inner layer's
+// error; an inner layer that returned neither is reported with errNilInner.
+func decorate[T any](inner T, err error, what string, wrap func(T) T) (T, error) {
+	var none T
+	if err != nil {
+		return none, err
+	}
+	if any(inner) == nil {
+		return none, errNilInner(what)
+	}
+	return wrap(inner), nil
+}
+
 // Connect opens an inner connection and decorates it.
 func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	inner, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if inner == nil {
-		return nil, errNilInner("connection")
-	}
-	return connection{Connection: inner, config: c.config}, nil
+	return decorate(inner, err, "connection", func(inner messaging.Connection) messaging.Connection {
+		return connection{Connection: inner, config: c.config}
+	})
 }
 
 type connection struct {
@@ -66,25 +75,17 @@ func (c connection) Unwrap() messaging.Connection { return c.Connection }
 // Reader opens an inner reader and decorates it.
 func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	inner, err := c.Connection.Reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if inner == nil {
-		return nil, errNilInner("reader")
-	}
-	return reader{Reader: inner, config: c.config}, nil
+	return decorate(inner, err, "reader", func(inner messaging.Reader) messaging.Reader {
+		return reader{Reader: inner, config: c.config}
+	})
 }
 
 // Writer opens an inner writer and decorates it.
 func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 	inner, err := c.Connection.Writer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if inner == nil {
-		return nil, errNilInner("writer")
-	}
-	return writer{Writer: inner, config: c.config}, nil
+	return decorate(inner, err, "writer", func(inner messaging.Writer) messaging.Writer {
+		return writer{Writer: inner, config: c.config}
+	})
 }
 
 // CommitWriter opens an inner commit writer and decorates it. The context
@@ -92,13 +93,9 @@ func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 // messaging.TransactionSlot.
 func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
 	inner, err := c.Connection.CommitWriter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if inner == nil {
-		return nil, errNilInner("commit writer")
-	}
-	return commitWriter{CommitWriter: inner, config: c.config}, nil
+	return decorate(inner, err, "commit writer", func(inner messaging.CommitWriter) messaging.CommitWriter {
+		return commitWriter{CommitWriter: inner, config: c.config}
+	})
 }
 
 type reader struct {
@@ -112,11 +109,7 @@ func (r reader) Unwrap() messaging.Reader { return r.Reader }
 // Stream opens an inner stream and decorates it.
 func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
 	inner, err := r.Reader.Stream(ctx, config)
-	if err != nil {
-		return nil, err
-	}
-	if inner == nil {
-		return nil, errNilInner("stream")
-	}
-	return stream{Stream: inner, config: r.config}, nil
+	return decorate(inner, err, "stream", func(inner messaging.Stream) messaging.Stream {
+		return stream{Stream: inner, config: r.config}
+	})
 }

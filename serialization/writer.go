@@ -34,13 +34,9 @@ type commitWriter struct {
 // capabilities.
 func (w commitWriter) Unwrap() messaging.CommitWriter { return w.CommitWriter }
 
-// Write encodes every dispatch, then writes them all; see encode.
+// Write encodes every dispatch, then writes them all, as writer.Write does.
 func (w commitWriter) Write(ctx context.Context, dispatches ...messaging.Dispatch) (int, error) {
-	encoded, err := w.config.encodeAll(dispatches)
-	if err != nil {
-		return 0, err
-	}
-	return w.CommitWriter.Write(ctx, encoded...)
+	return writer{Writer: w.CommitWriter, config: w.config}.Write(ctx, dispatches...)
 }
 
 // encodeAll returns encoded copies of dispatches, leaving the caller's slice

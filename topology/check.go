@@ -72,32 +72,20 @@ func (p Plan) Check(ctx context.Context, d messaging.Declarer) (Report, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	var report Report
-	missing := map[string]bool{}
+	c := checking{missing: map[string]bool{}}
 	for _, x := range p.Exchanges {
-		f := Finding{What: "exchange", Name: x.Name}
-		err := d.InspectExchange(ctx, x.Name)
-		if err == nil {
-			err = d.DeclareExchange(ctx, x)
+		inspect := func() error { return d.InspectExchange(ctx, x.Name) }
+		if err := c.check("exchange", x.Name, inspect, func() error { return d.DeclareExchange(ctx, x) }); err != nil {
+			return c.report, err
 		}
-		if f.State, f.Detail, err = judge(err); err != nil {
-			return report, fmt.Errorf("topology: check exchange %q: %w", x.Name, err)
-		}
-		missing["exchange "+x.Name] = f.State == Missing
-		report = append(report, f)
 	}
 	for _, q := range p.Queues {
-		f := Finding{What: "queue", Name: q.Name}
-		_, err := d.InspectQueue(ctx, q.Name)
-		if err == nil {
-			err = d.DeclareQueue(ctx, q)
+		inspect := func() error { _, err := d.InspectQueue(ctx, q.Name); return err }
+		if err := c.check("queue", q.Name, inspect, func() error { return d.DeclareQueue(ctx, q) }); err != nil {
+			return c.report, err
 		}
-		if f.State, f.Detail, err = judge(err); err != nil {
-			return report, fmt.Errorf("topology: check queue %q: %w", q.Name, err)
-		}
-		missing["queue "+q.Name] = f.State == Missing
-		report = append(report, f)
 	}
+	report, missing := c.report, c.missing
 	for _, b := range p.Bindings {
 		f := Finding{What: "binding", Name: fmt.Sprintf("%s -> %s (%s)", b.Exchange, b.Queue, b.Key), State: Unknown,
 			Detail: "AMQP cannot inspect a binding; apply the plan to be sure it exists"}
@@ -110,6 +98,30 @@ func (p Plan) Check(ctx context.Context, d messaging.Declarer) (Report, error) {
 		report = append(report, f)
 	}
 	return report, nil
+}
+
+// checking is a Check under way: the findings so far, and which exchanges and
+// queues ("exchange x", "queue q") were found missing.
+type checking struct {
+	report  Report
+	missing map[string]bool
+}
+
+// check finds one exchange or queue: inspect says whether it exists, and one
+// that does is declared again, so the broker compares its properties with the
+// plan's.
+func (c *checking) check(what, name string, inspect, declare func() error) error {
+	f := Finding{What: what, Name: name}
+	err := inspect()
+	if err == nil {
+		err = declare()
+	}
+	if f.State, f.Detail, err = judge(err); err != nil {
+		return fmt.Errorf("topology: check %s %q: %w", what, name, err)
+	}
+	c.missing[what+" "+name] = f.State == Missing
+	c.report = append(c.report, f)
+	return nil
 }
 
 // judge reads one inspection: nil is present, NOT_FOUND missing,

@@ -344,6 +344,28 @@ func Millis(value any) (time.Time, bool) {
 // Integer reads an integer sent in any width, as a string, or as a float
 // (truncated); false when value is none of these or is out of the int64 range.
 func Integer(value any) (int64, bool) {
+	if n, ok := Whole(value); ok {
+		return n, true
+	}
+	switch v := value.(type) {
+	case float32:
+		return fromFloat(float64(v))
+	case float64:
+		return fromFloat(v)
+	case string:
+		return fromText(v)
+	case []byte:
+		return fromText(string(v))
+	default:
+		return 0, false
+	}
+}
+
+// Whole reads an integer sent in any width, signed or not; false for any
+// other type, and for an unsigned value beyond the int64 range. It is the
+// strict reading beside Integer, for what RabbitMQ takes as an integer only
+// (a queue argument such as x-message-ttl).
+func Whole(value any) (int64, bool) {
 	switch v := value.(type) {
 	case int8:
 		return int64(v), true
@@ -371,14 +393,6 @@ func Integer(value any) (int64, bool) {
 			return 0, false
 		}
 		return int64(v), true
-	case float32:
-		return fromFloat(float64(v))
-	case float64:
-		return fromFloat(v)
-	case string:
-		return fromText(v)
-	case []byte:
-		return fromText(string(v))
 	default:
 		return 0, false
 	}

@@ -178,11 +178,21 @@ func Shorten(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return Cut(s, limit) + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// Cut returns s cut to at most limit bytes on a rune boundary, so that a
+// valid UTF-8 string stays valid: for a value that must fit a short string or
+// a bound on what is shown.
+func Cut(s string, limit int) string {
+	if len(s) <= limit {
+		return s
 	}
-	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+	end := limit
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
 }
 
 // FitsProperty reports whether value can travel in an AMQP short-string

@@ -184,6 +184,14 @@ func (f *CheckFixture) TestShortenCutsOnARuneBoundaryAndSaysHowLong() {
 	f.So(Shorten(strings.Repeat("€", 30)), should.Equal, strings.Repeat("€", 21)+"…(90 bytes)")
 }
 
+func (f *CheckFixture) TestCutKeepsWholeRunesWithinTheLimit() {
+	f.So(Cut("short", 10), should.Equal, "short")
+	f.So(Cut("exactly", 7), should.Equal, "exactly")
+	f.So(Cut(strings.Repeat("€", 3), 8), should.Equal, strings.Repeat("€", 2)) // 9 bytes; a third € would need 9
+	f.So(Cut("€", 2), should.Equal, "")
+	f.So(Cut(strings.Repeat("a", 300), MaxShortString), should.Equal, strings.Repeat("a", MaxShortString))
+}
+
 func (f *CheckFixture) TestFitsProperty() {
 	f.So(FitsProperty(strings.Repeat("a", 255)), should.BeTrue)
 	f.So(FitsProperty(strings.Repeat("a", 256)), should.BeFalse)

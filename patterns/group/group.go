@@ -19,9 +19,7 @@ type Group struct {
 	queue   string
 	monitor Monitor
 	members []*member
-
-	mu     sync.Mutex
-	closed bool
+	closing sync.Once
 }
 
 // member is one consumer and the goroutine that runs its Listen.
@@ -137,22 +135,19 @@ func (g *Group) closeMember(m *member) error {
 // group takes one bound, not n. It returns the members' errors joined, each
 // naming its member: errors.Is(err, messaging.ErrShutdownForced) says that
 // some member's handlers had to be abandoned. It is safe to call more than
-// once; a later call returns nil.
+// once; a later call returns nil once the first has returned.
 func (g *Group) Close() error {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
-		return nil
-	}
-	g.closed = true
-	g.mu.Unlock()
-	errs := make([]error, len(g.members))
-	var wg sync.WaitGroup
-	for i, m := range g.members {
-		wg.Go(func() { errs[i] = g.closeMember(m) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	var err error
+	g.closing.Do(func() {
+		errs := make([]error, len(g.members))
+		var wg sync.WaitGroup
+		for i, m := range g.members {
+			wg.Go(func() { errs[i] = g.closeMember(m) })
+		}
+		wg.Wait()
+		err = errors.Join(errs...)
+	})
+	return err
 }
 
 // Health returns nil while no member is waiting on an outage, else the first

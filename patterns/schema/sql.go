@@ -128,39 +128,29 @@ func (r *SQLRegistry) ByID(ctx context.Context, id int64) (Schema, error) {
 
 // ByVersion returns subject's version.
 func (r *SQLRegistry) ByVersion(ctx context.Context, subject string, version int) (Schema, error) {
-	s, err := r.one(ctx, r.byVersion, subject, version)
-	if errors.Is(err, sql.ErrNoRows) {
-		r.monitor.NotFound(subject)
-		return Schema{}, notFoundVersion(subject, version)
-	}
-	if err != nil {
-		return Schema{}, r.failed("read a version of subject", subject, err)
-	}
-	return s, nil
+	return r.lookup(ctx, subject, "read a version of subject", notFoundVersion(subject, version), r.byVersion, subject, version)
 }
 
 // ByFingerprint returns subject's version with fingerprint.
 func (r *SQLRegistry) ByFingerprint(ctx context.Context, subject, fingerprint string) (Schema, error) {
-	s, err := r.one(ctx, r.byFingerprint, subject, fingerprint)
-	if errors.Is(err, sql.ErrNoRows) {
-		r.monitor.NotFound(subject)
-		return Schema{}, notFoundFingerprint(subject, fingerprint)
-	}
-	if err != nil {
-		return Schema{}, r.failed("read a fingerprint of subject", subject, err)
-	}
-	return s, nil
+	return r.lookup(ctx, subject, "read a fingerprint of subject", notFoundFingerprint(subject, fingerprint), r.byFingerprint, subject, fingerprint)
 }
 
 // Latest returns subject's highest version.
 func (r *SQLRegistry) Latest(ctx context.Context, subject string) (Schema, error) {
-	s, err := r.one(ctx, r.latest, subject)
+	return r.lookup(ctx, subject, "read the latest version of subject", notFoundSubject(subject), r.latest, subject)
+}
+
+// lookup reads the one schema of subject that query finds: none is heard by
+// the monitor and returned as notFound, any other failure says what failed.
+func (r *SQLRegistry) lookup(ctx context.Context, subject, what string, notFound error, query string, args ...any) (Schema, error) {
+	s, err := r.one(ctx, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		r.monitor.NotFound(subject)
-		return Schema{}, notFoundSubject(subject)
+		return Schema{}, notFound
 	}
 	if err != nil {
-		return Schema{}, r.failed("read the latest version of subject", subject, err)
+		return Schema{}, r.failed(what, subject, err)
 	}
 	return s, nil
 }
