@@ -3,7 +3,6 @@ package deadletter
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -44,9 +43,9 @@ func reductions(full messaging.Dispatch) []copyRung {
 	rungs = append(rungs, copyRung{dispatch: plain, dropped: envelopeNote})
 
 	short := plain
-	short.MessageID = cut(plain.MessageID, wire.MaxShortString)
-	short.CorrelationID = cut(plain.CorrelationID, wire.MaxShortString)
-	short.MessageType = cut(plain.MessageType, wire.MaxShortString)
+	short.MessageID = wire.Cut(plain.MessageID, wire.MaxShortString)
+	short.CorrelationID = wire.Cut(plain.CorrelationID, wire.MaxShortString)
+	short.MessageType = wire.Cut(plain.MessageType, wire.MaxShortString)
 	var shortened []string
 	for _, field := range []struct{ name, value string }{
 		{"id", plain.MessageID}, {"correlation id", plain.CorrelationID}, {"type", plain.MessageType},
@@ -60,16 +59,4 @@ func reductions(full messaging.Dispatch) []copyRung {
 		note += ", and with its " + strings.Join(shortened, ", ") + fmt.Sprintf(" cut to %d bytes", wire.MaxShortString)
 	}
 	return append(rungs, copyRung{dispatch: short, dropped: note})
-}
-
-// cut returns s cut to at most limit bytes on a rune boundary.
-func cut(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	end := limit
-	for end > 0 && !utf8.RuneStart(s[end]) {
-		end--
-	}
-	return s[:end]
 }

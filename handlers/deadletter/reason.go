@@ -2,10 +2,10 @@ package deadletter
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/warrenmq/messaging"
-	"strings"
-	"unicode/utf8"
+	"github.com/warrenmq/messaging/internal/wire"
 )
 
 // noReason is the whole reason when the error given is nil.
@@ -73,9 +73,5 @@ func bounded(reason string) string {
 		return reason
 	}
 	marker := fmt.Sprintf(" …[cut; %d bytes in all]", len(reason))
-	cut := MaxReason - len(marker)
-	for cut > 0 && !utf8.RuneStart(reason[cut]) {
-		cut--
-	}
-	return reason[:cut] + marker
+	return wire.Cut(reason, MaxReason-len(marker)) + marker
 }
