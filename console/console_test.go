@@ -1,7 +1,9 @@
 package console
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -126,14 +128,26 @@ func (f *ConsoleFixture) TestAGroupIsCountedThenReplayedOnlyWhenConfirmed() {
 }
 
 func (f *ConsoleFixture) TestASelectionReplaysOnlyTheTickedMessages() {
-	f.start(Options.Actions(true))
+	var logged bytes.Buffer // written before each job is done, read after
+	f.start(Options.Actions(true), Options.Logger(slog.New(slog.NewTextHandler(&logged, nil))))
 	f.setAside("orders.ship.parked", "m", 6, func(int) string { return "could not be decoded: bad json" })
 	f.browser.get("/queues/orders.ship.parked")
 	count := f.waitJob(f.browser.post("/queues/orders.ship.parked/count", url.Values{"scope": {"selection"}, "id": {"m1", "m4"}}))
 	f.So(count.Counted, should.Equal, 2)
-	f.waitJob(f.browser.post("/jobs/"+count.ID+"/confirm", url.Values{"confirm": {"2"}}))
+	moved := f.waitJob(f.browser.post("/jobs/"+count.ID+"/confirm", url.Values{"confirm": {"2"}}))
 	f.So(f.drain("orders.ship"), should.Equal, []string{"m1", "m4"})
 	f.So(f.drain("orders.ship.parked"), should.Equal, []string{"m0", "m2", "m3", "m5"})
+
+	var lines []string
+	for line := range strings.Lines(logged.String()) {
+		lines = append(lines, line[strings.Index(line, "level="):]) // after the time
+	}
+	f.So(lines, should.Equal, []string{
+		fmt.Sprintf("level=INFO msg=\"Console job started\" job=%s kind=count queue=orders.ship.parked scope=\"2 selected message(s)\" limit=0\n", count.ID),
+		fmt.Sprintf("level=INFO msg=\"Console job finished\" job=%s kind=count queue=orders.ship.parked result=\"would move 2, skipped 4 (drained)\"\n", count.ID),
+		fmt.Sprintf("level=INFO msg=\"Console job started\" job=%s kind=replay queue=orders.ship.parked scope=\"2 selected message(s)\" limit=2\n", moved.ID),
+		fmt.Sprintf("level=INFO msg=\"Console job finished\" job=%s kind=replay queue=orders.ship.parked result=\"moved 2, skipped 3 (limit)\"\n", moved.ID),
+	})
 }
 
 func (f *ConsoleFixture) TestAFilterReplaysWhatMatchesIt() {

@@ -82,7 +82,7 @@ func (c *Console) overviewPage(w http.ResponseWriter, r *http.Request) {
 			return struct{}{}, nil
 		})
 		if err != nil {
-			c.config.logger.Warn("console: the overview's sample was slow", "error", c.redactErr(err))
+			c.config.logger.Warn("Console overview did not wait for a fresh sample; it shows the last one", "error", c.redactErr(err))
 		}
 	}
 	list, at, err, listing := c.history.snapshot()
@@ -377,7 +377,7 @@ func (c *Console) releaseAction(w http.ResponseWriter, r *http.Request) {
 		c.problem(w, r, http.StatusServiceUnavailable, "release failed, so nothing may have changed: "+c.redactErr(err))
 		return
 	}
-	c.config.logger.Info("console: outbox rows released", "table", t.name, "released", n, "asked", len(ids))
+	c.config.logger.Info("Console released retired outbox rows", "table", t.name, "released", n, "asked", len(ids))
 	target := c.path("outbox") + "?" + url.Values{"table": {t.name}, "released": {strconv.Itoa(n) + " of " + strconv.Itoa(len(ids))}}.Encode()
 	http.Redirect(w, r, target, http.StatusSeeOther)
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -115,6 +117,18 @@ func (f *HostileFixture) TestAPasswordInAnErrorNeverReachesThePage() {
 	}
 }
 
+func (f *HostileFixture) TestASampleThatLostTheBrokerIsWarnedWithoutItsPassword() {
+	const secret = "amqp://ops:Wh1sper%23Pass@broker.internal:5672/"
+	f.broker = nil
+	var logged bytes.Buffer // read once Close has stopped every writer
+	f.console = New(Options.Connector(failing{fmt.Errorf("dial %s: %w", secret, syscall.ECONNRESET)}), Options.Queues("orders.ship"),
+		Options.Redact(secret), Options.Logger(slog.New(slog.NewTextHandler(&logged, nil))))
+	f.So(newBrowser(f.T(), f.console).get("/").Code, should.Equal, http.StatusOK)
+	f.So(f.console.Close(), should.BeNil)
+	f.So(logged.String(), should.EndWith, `level=WARN msg="Console could not sample the queues; check that the broker answers" error="connect to the broker: console: connect: dial amqp://ops:xxxxx@broker.internal:5672/: connection reset by peer"`+"\n")
+	f.So(logged.String(), should.NotContainSubstring, "Wh1sper")
+}
+
 // failing is a Connector that cannot connect.
 type failing struct{ err error }
 
@@ -146,6 +160,26 @@ func TestASilentBrokerGivesAPageThatSaysSoWithinItsBound(t *testing.T) {
 		close(release)
 		if err := c.Close(); err != nil {
 			t.Error(err)
+		}
+	})
+}
+
+func TestAnOverviewThatCouldNotWaitForItsSampleIsWarned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var logged bytes.Buffer // read once Close has stopped every writer
+		c := New(Options.Connector(stuck{release}), Options.Queues("orders.ship"), Options.PageTimeout(2*time.Second),
+			Options.Logger(slog.New(slog.NewTextHandler(&logged, nil))))
+		if w := newBrowser(t, c).get("/"); w.Code != http.StatusOK {
+			t.Errorf("the overview answered %d, want 200 with what it has", w.Code)
+		}
+		close(release)
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+		want := `level=WARN msg="Console overview did not wait for a fresh sample; it shows the last one" error="sampling the queues did not answer in time (within 2s)`
+		if got := logged.String(); strings.Count(got, "did not wait for a fresh sample") != 1 || !strings.Contains(got, want) {
+			t.Errorf("the console logged %q; want one line with %q", got, want)
 		}
 	})
 }

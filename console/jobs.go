@@ -240,13 +240,17 @@ func (c *Console) start(j *job, run func(ctx context.Context, j *job)) error {
 	if err := c.jobs.add(j); err != nil {
 		return err
 	}
-	c.config.logger.Info("console: "+j.Kind+" started", "job", j.ID, "queue", j.Queue, "scope", j.Scope.String(), "limit", j.Limit)
+	c.config.logger.Info("Console job started", "job", j.ID, "kind", j.Kind, "queue", j.Queue, "scope", j.Scope.String(), "limit", j.Limit)
 	c.work.Add(1)
 	go func() {
 		defer c.work.Done()
 		defer c.jobs.finish(j)
 		run(c.life, j)
-		c.config.logger.Info("console: "+j.Kind+" finished", "job", j.ID, "queue", j.Queue, "result", j.Result.String(), "error", j.Err)
+		attrs := []any{"job", j.ID, "kind", j.Kind, "queue", j.Queue, "result", j.Result.String()}
+		if j.Err != "" {
+			attrs = append(attrs, "error", j.Err)
+		}
+		c.config.logger.Info("Console job finished", attrs...)
 	}()
 	return nil
 }

@@ -59,7 +59,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, nam
 	var body bytes.Buffer
 	f := frame{Title: title, Mount: c.config.mount, Section: section, Actions: c.config.actions, CSRF: c.csrfFor(r), Now: time.Now(), Page: data}
 	if err := pages[name].ExecuteTemplate(&body, "layout.html", f); err != nil {
-		c.config.logger.Error("console: a page could not be rendered", "page", name, "error", c.redactErr(err))
+		c.config.logger.Error("Console page could not be rendered", "page", name, "error", c.redactErr(err))
 		http.Error(w, "the console could not render this page; its log says why", http.StatusInternalServerError)
 		return
 	}

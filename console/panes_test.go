@@ -1,9 +1,11 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -71,11 +73,13 @@ func (f *PanesFixture) TestTheOutboxPageListsPendingAndRetiredRows() {
 
 func (f *PanesFixture) TestReleasingRetiredRowsNeedsActionsAndReleasesWhatWasTicked() {
 	table := f.outbox()
-	f.start(Options.Outbox("Messages", table), Options.Actions(true))
+	var logged bytes.Buffer
+	f.start(Options.Outbox("Messages", table), Options.Actions(true), Options.Logger(slog.New(slog.NewTextHandler(&logged, nil))))
 	f.So(f.browser.get("/outbox").Body.String(), should.ContainSubstring, `name="id" value="3"`)
 	w := f.browser.post("/outbox/release", url.Values{"table": {"Messages"}, "id": {"3", "4"}})
 	f.So(w.Code, should.Equal, http.StatusSeeOther)
 	f.So(table.released, should.Equal, []int64{3, 4})
+	f.So(logged.String(), should.EndWith, `level=INFO msg="Console released retired outbox rows" table=Messages released=2 asked=2`+"\n")
 	f.So(f.browser.get(w.Header().Get("Location")).Body.String(), should.ContainSubstring, "Released 2 of 2 row(s)")
 	f.So(f.browser.post("/outbox/release", url.Values{"table": {"Messages"}, "id": {"x"}}).Code, should.Equal, http.StatusBadRequest)
 	f.So(f.browser.post("/outbox/release", url.Values{"table": {"Other"}, "id": {"3"}}).Code, should.Equal, http.StatusNotFound)

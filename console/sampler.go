@@ -166,7 +166,7 @@ func (c *Console) sample(ctx context.Context) {
 	text := ""
 	if roundErr != nil {
 		text = fmt.Sprintf("the last sample could not read the broker: %s", c.redactErr(roundErr))
-		c.config.logger.Warn("console: a sample of the queues failed", "error", text)
+		c.config.logger.Warn("Console could not sample the queues; check that the broker answers", "error", c.redactErr(roundErr))
 	}
 	c.history.record(time.Now(), readings, text, listing)
 }

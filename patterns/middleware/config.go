@@ -1,13 +1,14 @@
 package middleware
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/warrenmq/messaging/internal/options"
 )
 
 // Options is the entry point for configuring Timeout, Logging and Recovery:
-// middleware.Options.Monitor(...).
+// middleware.Options.Monitor(...), middleware.Options.Logger(...).
 var Options OptionSet
 
 // OptionSet holds the options of Timeout, Logging and Recovery; each method
@@ -23,6 +24,7 @@ const DefaultTimeout = 30 * time.Second
 
 type config struct {
 	monitor Monitor
+	logger  *slog.Logger
 }
 
 func newConfig(opts []Option) config {
@@ -31,8 +33,15 @@ func newConfig(opts []Option) config {
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
 	return c
 }
 
 // Monitor receives what Timeout and Recovery decided. Default: NopMonitor.
 func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
+
+// Logger is where Logging writes its lines when it is given no printf.
+// Default: slog.Default().
+func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }

@@ -3,18 +3,21 @@
 // composed with messaging.Chain, first named outermost:
 //
 //	worker := messaging.Chain(
-//		middleware.Logging(log.Printf),             // records what the others decided
+//		middleware.Logging(nil),                    // records what the others decided
 //		middleware.Recovery(),                      // a panic the retries gave up on: dead-lettered
 //		middleware.Timeout(10*time.Second),         // past the deadline: retried
 //		idempotency.Middleware(store),
 //		retry.Middleware(retry.Options.Policy(budget)),
 //	)(handle)
 //
-// Logging(printf) writes one line per delivery, "acemq <id> type=<t>
-// attempt=<n> took=<d> <outcome>[: reason]", the outcome read through
-// messaging.DecisionOf after the handler returned (accepted when nothing was
-// decided), "panicked" when the settlement outside decides. A retry's line
-// carries no reason: the settlement records none for it.
+// Logging(nil) writes one slog line per delivery, the constant message
+// "Delivery handled" with queue, message_id, message_type, attempt, took,
+// outcome and reason as attributes (Options.Logger, default slog.Default());
+// the outcome is read through messaging.DecisionOf after the handler returned
+// (accepted when nothing was decided), "panicked" when the settlement outside
+// decides. A retry's line carries no reason: the settlement records none for
+// it. Logging(printf) hands printf the AceMQ family's text line instead,
+// "acemq <id> type=<t> attempt=<n> took=<d> <outcome>[: reason]".
 //
 // Timeout(d) ends the handler's context at d; a handler that returns or
 // panics after it has each undecided delivery retried with "acemq: handling

@@ -1,9 +1,12 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -174,4 +177,26 @@ func (f *MiddlewareFixture) TestLoggingLetsAPanicGoOn() {
 	})
 	f.So(recovered, should.Equal, "boom")
 	f.So(f.lines, should.Equal, []string{"acemq m0 type=order.placed attempt=2 took=0s panicked: boom"})
+}
+
+func (f *MiddlewareFixture) TestLoggingWithoutPrintfWritesOneConstantMessageWithTheValuesAsAttributes() {
+	var logged bytes.Buffer
+	logger := Options.Logger(slog.New(slog.NewTextHandler(&logged, nil)))
+	f.inBubble(func() {
+		mixed := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
+			time.Sleep(1500 * time.Millisecond)
+			_ = messaging.Park(ctx, messaging.DeliveriesFrom(ctx)[1], errors.New("not now"))
+		})
+		handle(Logging(nil, logger)(mixed), f.settler, batch(2))
+		handle(Logging(nil, logger)(messaging.HandlerFunc(func(context.Context, ...any) { panic("boom") })), f.settler, batch(1))
+	})
+	lines := strings.Split(strings.TrimSpace(logged.String()), "\n")
+	f.So(len(lines), should.Equal, 3)
+	for i, want := range []string{
+		`level=INFO msg="Delivery handled" queue=orders message_id=m0 message_type=order.placed attempt=2 took=1.5s outcome=accepted`,
+		`level=INFO msg="Delivery handled" queue=orders message_id=m1 message_type=order.placed attempt=2 took=1.5s outcome=parked reason="not now"`,
+		`level=INFO msg="Delivery handled" queue=orders message_id=m0 message_type=order.placed attempt=2 took=0s outcome=panicked reason=boom`,
+	} {
+		f.So(lines[i], should.EndWith, want) // after the time
+	}
 }

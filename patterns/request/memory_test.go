@@ -1,12 +1,14 @@
 package request
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -321,8 +323,9 @@ func TestMemoryALostReplyQueueIsDeclaredAgain(t *testing.T) {
 		}
 		defer server.Close()
 		defer close(release)
+		var logged bytes.Buffer // read once Close has stopped every writer
 		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices",
-			Options.Timeout(time.Hour), Options.ReconnectDelay(time.Minute), Options.Logger(quiet))
+			Options.Timeout(time.Hour), Options.ReconnectDelay(time.Minute), Options.Logger(slog.New(slog.NewTextHandler(&logged, nil))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -375,6 +378,16 @@ func TestMemoryALostReplyQueueIsDeclaredAgain(t *testing.T) {
 		}
 		if r := <-stranded; !errors.Is(r.err, messaging.ErrClosed) || r.at != closedAt {
 			t.Errorf("a caller waiting for the reply queue got %v at %s; want ErrClosed when Close ran (%s)", r.err, r.at, closedAt)
+		}
+		var lost []string
+		for line := range strings.Lines(logged.String()) {
+			if strings.Contains(line, "msg=\"Requester lost its reply queue") {
+				lost = append(lost, line[strings.Index(line, "level="):])
+			}
+		}
+		const warned = `level=WARN msg="Requester lost its reply queue and declares it again; requests in flight on a generated queue fail with ErrReplyQueueLost" queue=%s routing_key=prices in_flight=%d` + "\n"
+		if want := []string{fmt.Sprintf(warned, requester.ReplyQueue(), 1), fmt.Sprintf(warned, requester.ReplyQueue(), 0)}; !slices.Equal(lost, want) {
+			t.Errorf("the requester warned %q; want %q", lost, want)
 		}
 	})
 }

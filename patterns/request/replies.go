@@ -108,7 +108,7 @@ func (r *Requester[Req, Resp]) lose() {
 	}
 	r.live = false
 	r.ready = make(chan struct{})
-	r.config.logger.Warn("acemq: the requester lost its reply queue and declares it again; requests in flight on a generated queue fail with ErrReplyQueueLost",
+	r.config.logger.Warn("Requester lost its reply queue and declares it again; requests in flight on a generated queue fail with ErrReplyQueueLost",
 		"queue", r.queue, "routing_key", r.routingKey, "in_flight", len(r.pending))
 	if !r.generated {
 		return

@@ -133,7 +133,7 @@ func (r *resumingReader) Stream(ctx context.Context, config messaging.StreamConf
 	resuming := &resumingStream{Stream: stream, position: c.position}
 	if offset.kind == offsetExact && !resumed {
 		resuming.expect, resuming.gap = uint64(offset.exact), func(first uint64) {
-			c.logger.Warn("stream reader started after the offset it was asked for: retention removed the messages in between before they were read",
+			c.logger.Warn("Stream reader started after the offset it was asked for; retention removed the messages in between before they were read",
 				"stream", c.stream, "asked", offset.exact, "first", first, "missed", first-uint64(offset.exact))
 		}
 	}

@@ -110,7 +110,8 @@ func Plan(name string, r Retention) topology.Plan {
 // delete the stream and declare it again to change its retention. On the
 // in-memory transport the declaration is recorded, not interpreted: it
 // succeeds, and only Read refuses. A Retention with nothing set logs one
-// WARN (slog.Default()): it is almost always a mistake.
+// WARN to slog.Default(), "Stream has no retention; ..." with the stream
+// attribute: it is almost always a mistake.
 func Declare(ctx context.Context, conn messaging.Connection, name string, r Retention) error {
 	if name == "" {
 		return errors.New("streams: declare a stream with no name; name it")
@@ -123,7 +124,7 @@ func Declare(ctx context.Context, conn messaging.Connection, name string, r Rete
 		return fmt.Errorf("streams: declare stream %q: %w", name, err)
 	}
 	if r.IsZero() {
-		slog.Default().Warn(fmt.Sprintf("Stream [%s] has no retention: it keeps everything until the disk is full, and a full disk blocks every publisher on the node; set Retention.MaxAge or MaxBytes.", name),
+		slog.Default().Warn("Stream has no retention; set Retention.MaxAge or MaxBytes before a full disk blocks every publisher on the node",
 			slog.String("stream", name))
 	}
 	return nil

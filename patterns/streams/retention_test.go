@@ -1,8 +1,11 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +84,32 @@ func (f *RetentionFixture) TestDeclareNeedsADeclarer() {
 	err := Declare(context.Background(), plainConnection{}, "orders.log", Retention{})
 	f.So(err, should.NotBeNil)
 	f.So(err.Error(), should.ContainSubstring, "cannot declare topology")
+}
+
+// TestAStreamWithNoRetentionIsWarnedOnceWithTheStreamAsAnAttribute swaps
+// slog.Default, where Declare warns, so it is a plain test: it runs before
+// the package's parallel tests, never beside them.
+func TestAStreamWithNoRetentionIsWarnedOnceWithTheStreamAsAnAttribute(t *testing.T) {
+	var logged bytes.Buffer
+	previous := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(previous) })
+	broker := memory.New()
+	defer broker.Close()
+	conn, err := broker.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	for name, r := range map[string]Retention{"orders.kept": {MaxAge: time.Hour}, "orders.log": {}} {
+		if err := Declare(context.Background(), conn, name, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	want := `level=WARN msg="Stream has no retention; set Retention.MaxAge or MaxBytes before a full disk blocks every publisher on the node" stream=orders.log` + "\n"
+	if got := logged.String(); strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, want) {
+		t.Fatalf("Declare logged %q; want one line ending %q", got, want)
+	}
 }
