@@ -2,8 +2,10 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"github.com/warrenmq/messaging/internal/redact"
@@ -125,4 +127,18 @@ func (c *Checker) bounded(ctx context.Context, index int, check func(context.Con
 // Options.Redact (internal/redact masks it as given and percent-decoded).
 func (c *Checker) redact(err error) error {
 	return redact.Error(err, c.config.secrets...)
+}
+
+// ServeHTTP serves the Report as JSON: 200 when every check passed, 503 when
+// one failed, so a load balancer or an orchestrator reads the code and a
+// person the body. Each check is bounded (Options.CheckTimeout) and by the
+// request's context; the response is never cached.
+func (c *Checker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	report := c.Report(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if !report.Healthy() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(report)
 }
