@@ -1,0 +1,300 @@
+package idempotency
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/warrenmq/messaging"
+)
+
+// BatchStore is a Store that claims, and confirms, the keys of a whole batch
+// in one call each, so a batch costs the store a statement or two rather
+// than two per message. The guard uses it when its store has it (the SQL
+// store does) and calls TryClaim and Confirm key by key otherwise.
+//
+// TryClaimAll answers for every key, in the order of keys, with the same
+// states, owners and leases TryClaim gives; a key that appears twice is
+// claimed once and its later copies are InProgress (the first copy holds
+// it). Its error is the whole call's: nothing was claimed. ConfirmAll
+// confirms the caller's own claims and returns nil when all were confirmed,
+// or one error per claim in the order of claims (nil for each one
+// confirmed, ErrClaimLost for one no longer held).
+type BatchStore interface {
+	Store
+	TryClaimAll(ctx context.Context, keys []string) ([]Claim, error)
+	ConfirmAll(ctx context.Context, claims []Claim) []error
+}
+
+// TryClaimAll claims keys together: one INSERT of every key, each as an
+// unconfirmed claim carrying the batch's new owner token, that leaves the
+// keys already there as they are. When it inserted every key (the usual
+// case) that is all; otherwise one SELECT of the batch's keys tells which
+// are confirmed (Duplicate) and which held by a live claim (InProgress), and
+// a claim whose lease ended is retaken, key by key, with the batch's token.
+// A key longer than MaxKeyLength fails the whole call, as TryClaim's
+// messaging.Fatal error.
+func (s *SQLStore) TryClaimAll(ctx context.Context, keys []string) ([]Claim, error) {
+	return s.claimAll(ctx, keys, false)
+}
+
+// ConfirmAll confirms the caller's claims with one UPDATE per owner token (a
+// batch claimed by TryClaimAll has one); a statement that confirmed fewer
+// rows than it was given is followed by a SELECT that tells which claims
+// are lost.
+func (s *SQLStore) ConfirmAll(ctx context.Context, claims []Claim) []error {
+	var errs []error
+	fail := func(i int, err error) {
+		if errs == nil {
+			errs = make([]error, len(claims))
+		}
+		errs[i] = err
+	}
+	for owner, indexes := range byOwner(claims) {
+		keys := make([]string, len(indexes))
+		for j, i := range indexes {
+			keys[j] = claims[i].Key
+		}
+		if owner == "" { // no claim of this store: nothing of the caller's to confirm
+			for _, i := range indexes {
+				fail(i, fmt.Errorf("idempotency: confirm key %q in %s: %w", claims[i].Key, s.table, ErrClaimLost))
+			}
+			continue
+		}
+		args := append([]any{s.dialect.Time(time.Now().UTC()), owner}, stringArgs(keys)...)
+		n, err := s.exec(ctx, "confirm", describe(keys), s.keysQuery(s.confirmAll, len(keys), ""), args...)
+		if err == nil && n == int64(len(keys)) {
+			continue
+		}
+		var found map[string]rowState
+		if err == nil {
+			found, err = s.states(ctx, keys, false)
+		}
+		for _, i := range indexes {
+			switch row, ok := found[claims[i].Key]; {
+			case err != nil:
+				fail(i, err)
+			case !ok || row.owner != owner || !row.confirmed:
+				fail(i, fmt.Errorf("idempotency: confirm key %q in %s: %w", claims[i].Key, s.table, ErrClaimLost))
+			}
+		}
+	}
+	return errs
+}
+
+// claimAll is TryClaimAll; confirmed writes the claims as confirmed work
+// (InTransaction, whose commit is the confirmation).
+func (s *SQLStore) claimAll(ctx context.Context, keys []string, confirmed bool) ([]Claim, error) {
+	for _, key := range keys {
+		if err := s.checkKey(key); err != nil {
+			return nil, err
+		}
+	}
+	claims := make([]Claim, len(keys))
+	unique := make([]string, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for i, key := range keys {
+		if seen[key] { // the batch's first copy holds it
+			claims[i] = Claim{Key: key, Result: InProgress}
+			continue
+		}
+		seen[key] = true
+		unique = append(unique, key)
+	}
+	if len(unique) == 0 {
+		return claims, nil
+	}
+	now := time.Now().UTC()
+	owner := messaging.NewID()
+	mine := Claim{Result: Claimed, Owner: owner, Lease: s.lease}
+	inserted, err := s.exec(ctx, "claim", describe(unique), s.insertQuery(len(unique), confirmed), s.insertArgs(unique, now, owner)...)
+	if err != nil {
+		return nil, err
+	}
+	var found map[string]rowState
+	if inserted != int64(len(unique)) {
+		if found, err = s.states(ctx, unique, confirmed); err != nil {
+			return nil, err
+		}
+	}
+	for i, key := range keys {
+		if claims[i].Result != 0 {
+			continue
+		}
+		result := Claimed
+		if found != nil {
+			if result, err = s.settle(ctx, key, found, now, owner, confirmed); err != nil {
+				return nil, err
+			}
+		}
+		claims[i] = Claim{Key: key, Result: result}
+		if result == Claimed {
+			claims[i] = mine
+			claims[i].Key = key
+		}
+	}
+	return claims, nil
+}
+
+// settle tells what the claim of key found, from its row as the batch's
+// SELECT read it: the batch's own claim, confirmed work, a live claim, or a
+// claim whose lease ended, which it retakes. A row gone (released between
+// the statements) is InProgress: the next look finds it free.
+func (s *SQLStore) settle(ctx context.Context, key string, found map[string]rowState, now time.Time, owner string, confirmed bool) (ClaimResult, error) {
+	row, ok := found[key]
+	switch {
+	case !ok:
+		return InProgress, nil
+	case row.owner == owner:
+		return Claimed, nil
+	case row.confirmed:
+		return Duplicate, nil
+	case !row.expired:
+		return InProgress, nil
+	}
+	query := s.reclaim
+	if confirmed {
+		query = s.reclaimConfirmed
+	}
+	retaken, err := s.exec(ctx, "claim", key, query, s.dialect.Time(now), owner, key, s.dialect.Time(now.Add(-s.lease)))
+	if err != nil {
+		return 0, err
+	}
+	if retaken == 1 {
+		return Claimed, nil
+	}
+	return InProgress, nil // another delivery retook or confirmed it first
+}
+
+// rowState is a key's row as a SELECT of the batch's keys read it.
+type rowState struct {
+	owner     string
+	confirmed bool
+	expired   bool // unconfirmed and older than the lease
+}
+
+// querier is what states needs beyond DB for one SELECT of many keys;
+// *sql.DB, *sql.Conn and *sql.Tx have it. A DB without it is read key by
+// key.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// states reads the rows of keys: owner, confirmed, and whether an
+// unconfirmed claim's lease ended. locked reads them FOR UPDATE on MySQL,
+// whose plain reads in a transaction see its first snapshot, not the rows
+// the batch's INSERT waited for.
+func (s *SQLStore) states(ctx context.Context, keys []string, locked bool) (map[string]rowState, error) {
+	suffix := ""
+	if locked && s.dialect.IsMySQL() {
+		suffix = " FOR UPDATE"
+	}
+	cutoff := s.dialect.Time(time.Now().UTC().Add(-s.lease))
+	found := make(map[string]rowState, len(keys))
+	q, many := s.db.(querier)
+	if !many {
+		for _, key := range keys {
+			var key2 string
+			var row rowState
+			err := s.db.QueryRowContext(ctx, s.keysQuery(s.lookupAll, 1, suffix), cutoff, key).Scan(&key2, &row.owner, &row.confirmed, &row.expired)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return nil, fmt.Errorf("idempotency: read key %q in %s: %w", key, s.table, err)
+			default:
+				found[key] = row
+			}
+		}
+		return found, nil
+	}
+	rows, err := q.QueryContext(ctx, s.keysQuery(s.lookupAll, len(keys), suffix), append([]any{cutoff}, stringArgs(keys)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var row rowState
+		if err := rows.Scan(&key, &row.owner, &row.confirmed, &row.expired); err != nil {
+			return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+		}
+		found[key] = row
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+	}
+	return found, nil
+}
+
+// insertQuery is the INSERT of n claims that leaves keys already there as
+// they are (and so reports the rows it inserted).
+func (s *SQLStore) insertQuery(n int, confirmed bool) string {
+	row := "(?, ?, FALSE, ?)"
+	if confirmed {
+		row = "(?, ?, TRUE, ?)"
+	}
+	var b strings.Builder
+	b.Grow(len(s.insertHead) + n*(len(row)+2) + 64)
+	b.WriteString(s.insertHead)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(row)
+	}
+	b.WriteString(s.dialect.IgnoreDuplicate(s.keyColumn()))
+	return s.dialect.Rebind(b.String())
+}
+
+func (s *SQLStore) insertArgs(keys []string, now time.Time, owner string) []any {
+	at := s.dialect.Time(now)
+	args := make([]any, 0, 3*len(keys))
+	for _, key := range keys {
+		args = append(args, key, at, owner)
+	}
+	return args
+}
+
+// keysQuery is head followed by a list of n placeholders, ")" and suffix.
+func (s *SQLStore) keysQuery(head string, n int, suffix string) string {
+	var b strings.Builder
+	b.Grow(len(head) + 3*n + len(suffix) + 1)
+	b.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('?')
+	}
+	b.WriteByte(')')
+	b.WriteString(suffix)
+	return s.dialect.Rebind(b.String())
+}
+
+// byOwner groups the indexes of claims by their owner token.
+func byOwner(claims []Claim) map[string][]int {
+	groups := make(map[string][]int, 1)
+	for i, c := range claims {
+		groups[c.Owner] = append(groups[c.Owner], i)
+	}
+	return groups
+}
+
+func stringArgs(keys []string) []any {
+	args := make([]any, len(keys))
+	for i, key := range keys {
+		args[i] = key
+	}
+	return args
+}
+
+// describe names keys in an error: the key itself, or how many and the first.
+func describe(keys []string) string {
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	return fmt.Sprintf("%s and %d more", shorten(keys[0]), len(keys)-1)
+}
