@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -107,6 +108,10 @@ func (s *SQLStore) claimAll(ctx context.Context, keys []string, confirmed bool) 
 	if len(unique) == 0 {
 		return claims, nil
 	}
+	// Rows are locked in the order of the VALUES: batches that share keys
+	// take them in one order, so they wait for each other rather than
+	// deadlock.
+	slices.Sort(unique)
 	now := time.Now().UTC()
 	owner := messaging.NewID()
 	mine := Claim{Result: Claimed, Owner: owner, Lease: s.lease}

@@ -227,3 +227,37 @@ func TestInTransactionClaimsAndConfirmsABatchWithOneStatement(t *testing.T) {
 		}
 	})
 }
+
+// On MySQL the store keeps its statements prepared on its own handle. A
+// transaction that holds the only connection of its pool must not wait for
+// a second one to prepare in: the batch runs unprepared and commits; after
+// Close the store still claims, preparing each statement again.
+func TestInTransactionOnAPoolOfOneConnection(t *testing.T) {
+	b := backends[0]
+	db := b.open(t)
+	db.SetMaxOpenConns(1)
+	table := sqlTable(t, b, db)
+	store := newSQLStore(t, b, db, table)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var ran int
+	handler := messaging.Chain(sqltx.Middleware(db, sqltx.Options.Logger(quiet)), InTransaction(store, Options.Logger(quiet)))(
+		messaging.HandlerFunc(func(_ context.Context, messages ...any) { ran += len(messages) }))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		handleBatch(handler, keysOf("p", 4)...)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second): // under the 10 s store timeout a prepare that waited would take
+		t.Fatal("a batch in a transaction on a pool of one connection did not end within 5 s: the store waited for a second connection")
+	}
+	if ran != 4 {
+		t.Fatalf("the handler ran %d messages; want 4", ran)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mustClaim(t, store, "p0", Duplicate)
+	mustClaim(t, store, "after-close", Claimed)
+}

@@ -38,6 +38,9 @@ type SQLStore struct {
 	table   string
 
 	insertHead, reclaim, reclaimConfirmed, lookupAll, owner, renew, confirmAll, release, releaseOwn, prune string
+
+	prepared *prepared // MySQL over a *sql.DB: statements kept prepared on it
+	ownTx    bool      // db is a transaction of prepared.db (InTransaction's batch)
 }
 
 // NewSQLStore returns a store over db in dialect (sqldialect.MySQL,
@@ -54,6 +57,9 @@ func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQ
 		return nil, ErrClientFoundRows
 	}
 	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, table: c.table}
+	if handle, ok := db.(*sql.DB); ok && handle != nil && dialect.IsMySQL() {
+		s.prepared = &prepared{db: handle, byQuery: map[string]*sql.Stmt{}}
+	}
 	key := s.keyColumn()
 	t, mine := s.table, " WHERE "+key+" = ? AND claimed_by = ? AND confirmed = FALSE"
 	// insertHead, lookupAll and confirmAll are completed (and rebound) per
@@ -162,7 +168,7 @@ func (s *SQLStore) Prune(ctx context.Context, olderThan time.Duration) (int64, e
 
 // exec runs one statement and returns the rows it changed.
 func (s *SQLStore) exec(ctx context.Context, operation, key, query string, args ...any) (int64, error) {
-	res, err := s.db.ExecContext(ctx, query, args...)
+	res, err := s.run(ctx, query, args...)
 	if err != nil {
 		return 0, fmt.Errorf("idempotency: %s key %q in %s: %w", operation, key, s.table, err)
 	}

@@ -34,11 +34,17 @@ var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL trans
 // concurrent copy of a message being handled waits on the database's row lock
 // for the holder's transaction to end, and then finds it confirmed, or free.
 //
+// The batch's keys are claimed with one statement in the transaction, each
+// written as confirmed work: the commit is the confirmation, so a batch
+// whose keys are all new costs its transaction one statement and nothing at
+// the end; a message the handler did not accept has its row deleted before
+// the commit, so its retry runs.
+//
 // store gives the table, dialect and lease; its own database handle is not
-// used. A claim that fails panics at once, and a Confirm or Release that
-// fails panics after the batch ran, so the transaction rolls back and the
-// batch runs again, rather than committing work whose claim says otherwise. SQLite allows
-// one writing transaction at a time: the workers then take turns.
+// used. A claim that fails panics at once, and a Release that fails panics
+// after the batch ran, so the transaction rolls back and the batch runs
+// again, rather than committing work whose claim says otherwise. SQLite
+// allows one writing transaction at a time: the workers then take turns.
 func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
 	c := newConfig(options)
 	return func(inner messaging.Handler) messaging.Handler {
@@ -49,6 +55,7 @@ func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
 			}
 			batch := *store
 			batch.db = slot.Tx
+			batch.ownTx = store.prepared != nil && opens(store.prepared.db, slot.Tx)
 			tx := &txStore{SQLStore: &batch}
 			(&handler{inner: inner, store: tx, config: c}).Handle(ctx, messages...)
 			if err := tx.failure(); err != nil {
