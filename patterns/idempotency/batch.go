@@ -36,6 +36,7 @@ type BatchStore interface {
 // case) that is all; otherwise one SELECT of the batch's keys tells which
 // are confirmed (Duplicate) and which held by a live claim (InProgress), and
 // a claim whose lease ended is retaken, key by key, with the batch's token.
+// A batch of more than 1,000 keys takes a statement (or two) per 1,000.
 // A key longer than MaxKeyLength fails the whole call, as TryClaim's
 // messaging.Fatal error.
 func (s *SQLStore) TryClaimAll(ctx context.Context, keys []string) ([]Claim, error) {
@@ -43,7 +44,7 @@ func (s *SQLStore) TryClaimAll(ctx context.Context, keys []string) ([]Claim, err
 }
 
 // ConfirmAll confirms the caller's claims with one UPDATE per owner token (a
-// batch claimed by TryClaimAll has one); a statement that confirmed fewer
+// batch claimed by TryClaimAll has one) and 1,000 keys; a statement that confirmed fewer
 // rows than it was given is followed by a SELECT that tells which claims
 // are lost.
 func (s *SQLStore) ConfirmAll(ctx context.Context, claims []Claim) []error {
@@ -54,33 +55,48 @@ func (s *SQLStore) ConfirmAll(ctx context.Context, claims []Claim) []error {
 		}
 		errs[i] = err
 	}
-	for owner, indexes := range byOwner(claims) {
-		keys := make([]string, len(indexes))
-		for j, i := range indexes {
-			keys[j] = claims[i].Key
-		}
-		if owner == "" { // no claim of this store: nothing of the caller's to confirm
-			for _, i := range indexes {
-				fail(i, fmt.Errorf("idempotency: confirm key %q in %s: %w", claims[i].Key, s.table, ErrClaimLost))
+	for owner, all := range byOwner(claims) {
+		for start := 0; start < len(all); start += maxKeysPerStatement {
+			indexes := all[start:min(start+maxKeysPerStatement, len(all))]
+			for i, err := range s.confirmChunk(ctx, owner, claims, indexes) {
+				if err != nil {
+					fail(indexes[i], err)
+				}
 			}
-			continue
 		}
-		args := append([]any{s.dialect.Time(time.Now().UTC()), owner}, stringArgs(keys)...)
-		n, err := s.exec(ctx, "confirm", describe(keys), s.keysQuery(s.confirmAll, len(keys), ""), args...)
-		if err == nil && n == int64(len(keys)) {
-			continue
+	}
+	return errs
+}
+
+// confirmChunk confirms the claims at indexes, all of owner, with one
+// UPDATE, and returns nil or one error per index.
+func (s *SQLStore) confirmChunk(ctx context.Context, owner string, claims []Claim, indexes []int) []error {
+	keys := make([]string, len(indexes))
+	for j, i := range indexes {
+		keys[j] = claims[i].Key
+	}
+	errs := make([]error, len(indexes))
+	if owner == "" { // no claim of this store: nothing of the caller's to confirm
+		for j, key := range keys {
+			errs[j] = fmt.Errorf("idempotency: confirm key %q in %s: %w", key, s.table, ErrClaimLost)
 		}
-		var found map[string]rowState
-		if err == nil {
-			found, err = s.states(ctx, keys, false)
-		}
-		for _, i := range indexes {
-			switch row, ok := found[claims[i].Key]; {
-			case err != nil:
-				fail(i, err)
-			case !ok || row.owner != owner || !row.confirmed:
-				fail(i, fmt.Errorf("idempotency: confirm key %q in %s: %w", claims[i].Key, s.table, ErrClaimLost))
-			}
+		return errs
+	}
+	args := append([]any{s.dialect.Time(time.Now().UTC()), owner}, stringArgs(keys)...)
+	n, err := s.exec(ctx, "confirm", describe(keys), s.keysQuery(s.confirmAll, len(keys), ""), args...)
+	if err == nil && n == int64(len(keys)) {
+		return nil
+	}
+	found := make(map[string]rowState, len(keys))
+	if err == nil {
+		err = s.states(ctx, keys, false, found)
+	}
+	for j, key := range keys {
+		switch row, ok := found[key]; {
+		case err != nil:
+			errs[j] = err
+		case !ok || row.owner != owner || !row.confirmed:
+			errs[j] = fmt.Errorf("idempotency: confirm key %q in %s: %w", key, s.table, ErrClaimLost)
 		}
 	}
 	return errs
@@ -115,13 +131,20 @@ func (s *SQLStore) claimAll(ctx context.Context, keys []string, confirmed bool) 
 	now := time.Now().UTC()
 	owner := messaging.NewID()
 	mine := Claim{Result: Claimed, Owner: owner, Lease: s.lease}
-	inserted, err := s.exec(ctx, "claim", describe(unique), s.insertQuery(len(unique), confirmed), s.insertArgs(unique, now, owner)...)
-	if err != nil {
-		return nil, err
-	}
-	var found map[string]rowState
-	if inserted != int64(len(unique)) {
-		if found, err = s.states(ctx, unique, confirmed); err != nil {
+	found := make(map[string]rowState, len(unique))
+	for start := 0; start < len(unique); start += maxKeysPerStatement {
+		chunk := unique[start:min(start+maxKeysPerStatement, len(unique))]
+		inserted, err := s.exec(ctx, "claim", describe(chunk), s.insertQuery(len(chunk), confirmed), s.insertArgs(chunk, now, owner)...)
+		if err != nil {
+			return nil, err
+		}
+		if inserted == int64(len(chunk)) {
+			for _, key := range chunk {
+				found[key] = rowState{owner: owner}
+			}
+			continue
+		}
+		if err := s.states(ctx, chunk, confirmed, found); err != nil {
 			return nil, err
 		}
 	}
@@ -129,11 +152,9 @@ func (s *SQLStore) claimAll(ctx context.Context, keys []string, confirmed bool) 
 		if claims[i].Result != 0 {
 			continue
 		}
-		result := Claimed
-		if found != nil {
-			if result, err = s.settle(ctx, key, found, now, owner, confirmed); err != nil {
-				return nil, err
-			}
+		result, err := s.settle(ctx, key, found, now, owner, confirmed)
+		if err != nil {
+			return nil, err
 		}
 		claims[i] = Claim{Key: key, Result: result}
 		if result == Claimed {
@@ -143,6 +164,11 @@ func (s *SQLStore) claimAll(ctx context.Context, keys []string, confirmed bool) 
 	}
 	return claims, nil
 }
+
+// maxKeysPerStatement bounds the keys of one statement, within every
+// dialect's limit on a statement's placeholders (PostgreSQL and MySQL take
+// 65,535, SQLite 32,766): a larger batch is claimed and confirmed in chunks.
+const maxKeysPerStatement = 1000
 
 // settle tells what the claim of key found, from its row as the batch's
 // SELECT read it: the batch's own claim, confirmed work, a live claim, or a
@@ -188,17 +214,16 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// states reads the rows of keys: owner, confirmed, and whether an
-// unconfirmed claim's lease ended. locked reads them FOR UPDATE on MySQL,
+// states reads the rows of keys into found: owner, confirmed, and whether
+// an unconfirmed claim's lease ended. locked reads them FOR UPDATE on MySQL,
 // whose plain reads in a transaction see its first snapshot, not the rows
 // the batch's INSERT waited for.
-func (s *SQLStore) states(ctx context.Context, keys []string, locked bool) (map[string]rowState, error) {
+func (s *SQLStore) states(ctx context.Context, keys []string, locked bool, found map[string]rowState) error {
 	suffix := ""
 	if locked && s.dialect.IsMySQL() {
 		suffix = " FOR UPDATE"
 	}
 	cutoff := s.dialect.Time(time.Now().UTC().Add(-s.lease))
-	found := make(map[string]rowState, len(keys))
 	q, many := s.db.(querier)
 	if !many {
 		for _, key := range keys {
@@ -208,30 +233,30 @@ func (s *SQLStore) states(ctx context.Context, keys []string, locked bool) (map[
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 			case err != nil:
-				return nil, fmt.Errorf("idempotency: read key %q in %s: %w", key, s.table, err)
+				return fmt.Errorf("idempotency: read key %q in %s: %w", key, s.table, err)
 			default:
 				found[key] = row
 			}
 		}
-		return found, nil
+		return nil
 	}
 	rows, err := q.QueryContext(ctx, s.keysQuery(s.lookupAll, len(keys), suffix), append([]any{cutoff}, stringArgs(keys)...)...)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+		return fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var key string
 		var row rowState
 		if err := rows.Scan(&key, &row.owner, &row.confirmed, &row.expired); err != nil {
-			return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+			return fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
 		}
 		found[key] = row
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
+		return fmt.Errorf("idempotency: read keys %s in %s: %w", describe(keys), s.table, err)
 	}
-	return found, nil
+	return nil
 }
 
 // insertQuery is the INSERT of n claims that leaves keys already there as

@@ -66,13 +66,7 @@ func results(claims []Claim) []ClaimResult {
 // in the context, and returns how they were settled.
 func handleBatch(handler messaging.Handler, ids ...string) *fakeSettler {
 	settler := newFakeSettler()
-	deliveries := make([]messaging.Delivery, len(ids))
-	messages := make([]any, len(ids))
-	for i, id := range ids {
-		deliveries[i] = messaging.Delivery{DeliveryID: uint64(i + 1), MessageID: id, SourceQueue: "orders", Message: id}
-		messages[i] = id
-	}
-	handler.Handle(messaging.WithSettler(messaging.WithDeliveries(context.Background(), deliveries), settler), messages...)
+	handleBatchWith(handler, settler, ids...)
 	return settler
 }
 
@@ -260,4 +254,26 @@ func TestInTransactionOnAPoolOfOneConnection(t *testing.T) {
 	}
 	mustClaim(t, store, "p0", Duplicate)
 	mustClaim(t, store, "after-close", Claimed)
+}
+
+// A batch larger than one statement's share of keys is claimed and
+// confirmed in chunks of 1,000: 2,500 keys take three statements each way,
+// and every key is answered.
+func TestSQLStoreClaimsALargeBatchInChunks(t *testing.T) {
+	forEachCountedBackend(t, func(t *testing.T, b backend, db *sql.DB, table string, counted *statements) {
+		store := newSQLStore(t, b, db, table)
+		keys := keysOf("big", 2500)
+		claims := mustClaimAll(t, store, keys)
+		mustCount(t, counted, 3, "claiming 2,500 keys")
+		if errs := store.ConfirmAll(context.Background(), claims); errs != nil {
+			t.Fatalf("ConfirmAll: %v", errors.Join(errs...))
+		}
+		mustCount(t, counted, 3, "confirming 2,500 keys")
+		for i, c := range mustClaimAll(t, store, keys) {
+			if c.Result != Duplicate {
+				t.Fatalf("key %d of the confirmed batch is %s; want duplicate", i, c.Result)
+			}
+		}
+		mustCount(t, counted, 6, "claiming 2,500 confirmed keys (an insert and a select per chunk)")
+	})
 }
