@@ -32,7 +32,7 @@ func patternsScenario(s settings) scenario {
 	body, _ := json.Marshal(benchMessage{Data: strings.Repeat("x", max(0, s.size-12))})
 	limit := 2 * time.Minute
 	batchOne := streaming.SubscriptionOptions.BatchCapacity(1)
-	return scenario{name: "patterns", sides: []side{
+	return scenario{name: "patterns", setup: holdDatabases, sides: []side{
 		{name: "plain-1", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeWith(ctx, s, queue, body, limit, 1, nil, batchOne)
 		}},
@@ -63,6 +63,11 @@ func patternsScenario(s settings) scenario {
 		}},
 	}}
 }
+
+// holdDatabases takes the test suite's database lock, shared, for the
+// scenario: a fault test that restarts MariaDB waits for the run to end
+// instead of failing it halfway.
+func holdDatabases(context.Context) (func(), error) { return shareLock(databaseLockPath) }
 
 // patternsBatch is the batch capacity of the -8 SQL sides.
 const patternsBatch = 16
