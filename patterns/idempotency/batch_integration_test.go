@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,5 +277,43 @@ func TestSQLStoreClaimsALargeBatchInChunks(t *testing.T) {
 			}
 		}
 		mustCount(t, counted, 6, "claiming 2,500 confirmed keys (an insert and a select per chunk)")
+	})
+}
+
+// Eight batches of the same twenty keys, each in its own order, claimed at
+// once: every key is claimed by exactly one of them, and none fails (the
+// keys are inserted in one order, so the batches wait for each other rather
+// than deadlock).
+func TestSQLStoreConcurrentBatchesClaimEachKeyOnce(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
+		store := newSQLStore(t, b, db, sqlTable(t, b, db))
+		keys := keysOf("c", 20)
+		claimed := make([]int, len(keys))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for worker := range 8 {
+			order := slices.Clone(keys)
+			rand.New(rand.NewPCG(uint64(worker), 1)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			wg.Go(func() {
+				claims, err := store.TryClaimAll(context.Background(), order)
+				if err != nil {
+					t.Errorf("TryClaimAll: %v", err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, c := range claims {
+					if c.Result == Claimed {
+						claimed[slices.Index(keys, c.Key)]++
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for i, n := range claimed {
+			if n != 1 {
+				t.Errorf("key %s was claimed by %d batches; want 1", keys[i], n)
+			}
+		}
 	})
 }
