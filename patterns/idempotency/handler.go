@@ -23,10 +23,14 @@ import (
 //   - in progress: messaging.InProgress(delay), the handler does not run; the
 //     attempt does not advance and the message is never dead-lettered for it;
 //   - an empty key: messaging.Reject with an error marked messaging.Fatal;
-//   - a store error: messaging.Retry with it; when the error is an outage
-//     (messaging.IsOutage: the store unreachable), the claims of the batch are
-//     released and the batch panics with the error marked messaging.Outage,
-//     so nothing is acknowledged and no attempt is spent.
+//   - a store error: messaging.Retry with it (for every message of the batch
+//     when a BatchStore's one claim of the batch failed); when the error is an
+//     outage (messaging.IsOutage: the store unreachable), the claims of the
+//     batch are released and the batch panics with the error marked
+//     messaging.Outage, so nothing is acknowledged and no attempt is spent.
+//
+// With a BatchStore (the SQL store) the batch's keys are claimed with one
+// TryClaimAll and the handled ones confirmed with one ConfirmAll.
 //
 // It needs a settlement decorator outside it (the streaming runtime puts one
 // around every worker). Put it outside retry and transactional, so one claim
