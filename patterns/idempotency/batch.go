@@ -44,9 +44,10 @@ func (s *SQLStore) TryClaimAll(ctx context.Context, keys []string) ([]Claim, err
 }
 
 // ConfirmAll confirms the caller's claims with one UPDATE per owner token (a
-// batch claimed by TryClaimAll has one) and 1,000 keys; a statement that confirmed fewer
-// rows than it was given is followed by a SELECT that tells which claims
-// are lost.
+// batch claimed by TryClaimAll has one) and 1,000 keys; a statement that
+// confirmed fewer rows than it was given is followed by a SELECT that tells
+// which claims are lost. A claim its owner already confirmed counts as
+// confirmed.
 func (s *SQLStore) ConfirmAll(ctx context.Context, claims []Claim) []error {
 	var errs []error
 	fail := func(i int, err error) {
