@@ -19,30 +19,43 @@ import (
 // patternsScenario: the cost of the consumer patterns, each beside the same
 // consumer without it in the same run. idempotency-sql-1 claims and confirms
 // every message in MariaDB (batch 1, one worker: the worst case, two
-// statements per message); ordering-8 keeps per-key order across 8 workers
-// with every message its own key (the many-keys case).
+// autocommitted statements per message against a handler that does
+// nothing). The -8 sides run 8 workers on batches of up to patternsBatch:
+// idempotency-sql-8 is the guard (one claim and one confirm statement per
+// batch, each its own commit) around a handler that does nothing, against
+// sqltx-8, a handler that inserts one row per message in one transaction per
+// batch (one commit per batch, the least a durable consumer pays);
+// sqltx-idempotent-8 is sqltx-8 with the claims written in its transaction
+// (idempotency.InTransaction). ordering-8 keeps per-key order across 8
+// workers with every message its own key (the many-keys case).
 func patternsScenario(s settings) scenario {
 	body, _ := json.Marshal(benchMessage{Data: strings.Repeat("x", max(0, s.size-12))})
 	limit := 2 * time.Minute
 	batchOne := streaming.SubscriptionOptions.BatchCapacity(1)
-	return scenario{name: "patterns", sides: []side{
+	return scenario{name: "patterns", setup: holdDatabases, sides: []side{
 		{name: "plain-1", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeWith(ctx, s, queue, body, limit, 1, nil, batchOne)
 		}},
 		{name: "idempotency-sql-1", baseline: "plain-1", run: func(ctx context.Context, queue string) (measurement, error) {
-			return consumeIdempotent(ctx, s, queue, body, limit, 1)
+			return consumeIdempotent(ctx, s, queue, body, limit, 1, 1)
 		}},
 		{name: "sqltx-1", run: func(ctx context.Context, queue string) (measurement, error) {
-			return consumeTransactional(ctx, s, queue, body, limit, false)
+			return consumeTransactional(ctx, s, queue, body, limit, 1, 1, false)
 		}},
 		{name: "sqltx-idempotent-1", baseline: "sqltx-1", run: func(ctx context.Context, queue string) (measurement, error) {
-			return consumeTransactional(ctx, s, queue, body, limit, true)
+			return consumeTransactional(ctx, s, queue, body, limit, 1, 1, true)
+		}},
+		{name: "sqltx-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeTransactional(ctx, s, queue, body, limit, 8, patternsBatch, false)
+		}},
+		{name: "idempotency-sql-8", baseline: "sqltx-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeIdempotent(ctx, s, queue, body, limit, 8, patternsBatch)
+		}},
+		{name: "sqltx-idempotent-8", baseline: "sqltx-8", run: func(ctx context.Context, queue string) (measurement, error) {
+			return consumeTransactional(ctx, s, queue, body, limit, 8, patternsBatch, true)
 		}},
 		{name: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeWith(ctx, s, queue, body, limit, 8, nil, batchOne)
-		}},
-		{name: "idempotency-sql-8", baseline: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
-			return consumeIdempotent(ctx, s, queue, body, limit, 8)
 		}},
 		{name: "ordering-8", baseline: "plain-8", run: func(ctx context.Context, queue string) (measurement, error) {
 			byID := ordering.Key(func(_ any, d messaging.Delivery) string { return d.MessageID })
@@ -51,9 +64,17 @@ func patternsScenario(s settings) scenario {
 	}}
 }
 
+// holdDatabases takes the test suite's database lock, shared, for the
+// scenario: a fault test that restarts MariaDB waits for the run to end
+// instead of failing it halfway.
+func holdDatabases(context.Context) (func(), error) { return shareLock(databaseLockPath) }
+
+// patternsBatch is the batch capacity of the -8 SQL sides.
+const patternsBatch = 16
+
 // consumeIdempotent is consumeWith over a fresh MariaDB claim table (dropped
 // after the run, so every round claims every message anew).
-func consumeIdempotent(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, workers int) (measurement, error) {
+func consumeIdempotent(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, workers int, batch uint16) (measurement, error) {
 	db, err := openDatabase(ctx, s.dsn)
 	if err != nil {
 		return measurement{}, err
@@ -73,14 +94,14 @@ func consumeIdempotent(ctx context.Context, s settings, queue string, body []byt
 		}
 	}
 	defer func() { _, _ = db.ExecContext(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+table) }()
-	return consumeWith(ctx, s, queue, body, limit, workers, idempotency.Middleware(store), streaming.SubscriptionOptions.BatchCapacity(1))
+	return consumeWith(ctx, s, queue, body, limit, workers, idempotency.Middleware(store), streaming.SubscriptionOptions.BatchCapacity(batch))
 }
 
 // consumeTransactional is a consumer whose handler does what a real one does,
 // one INSERT per message in a transaction per batch (handlers/sqltx), with
 // the idempotency claim written in that same transaction when idempotent
 // (idempotency.InTransaction): the cost of the guard where it is meant to run.
-func consumeTransactional(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, idempotent bool) (measurement, error) {
+func consumeTransactional(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, workers int, batch uint16, idempotent bool) (measurement, error) {
 	db, err := openDatabase(ctx, s.dsn)
 	if err != nil {
 		return measurement{}, err
@@ -118,5 +139,5 @@ func consumeTransactional(ctx context.Context, s settings, queue string, body []
 	if idempotent {
 		guard = idempotency.InTransaction(store)
 	}
-	return consumeWith(ctx, s, queue, body, limit, 1, messaging.Chain(sqltx.Middleware(db), guard, write), streaming.SubscriptionOptions.BatchCapacity(1))
+	return consumeWith(ctx, s, queue, body, limit, workers, messaging.Chain(sqltx.Middleware(db), guard, write), streaming.SubscriptionOptions.BatchCapacity(batch))
 }

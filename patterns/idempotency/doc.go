@@ -41,10 +41,12 @@
 // (safe on every start); Schema returns the same DDL for a migration tool.
 // Prune(ctx, olderThan) is yours to schedule.
 //
-// Batches: keys are claimed per delivery; the inner handler gets the claimed
-// messages only, with messaging.WithDeliveries aligned to them; messages found
-// in progress are put back one after another once the claimed ones ran (each
-// holds the worker for the delay). Keys are per store: consumers of two queues
+// Batches: the SQL store claims a batch's keys with one statement and
+// confirms them with one more (BatchStore; a store without it is called key
+// by key); the inner handler gets the claimed messages only, with
+// messaging.WithDeliveries aligned to them; messages found in progress are
+// put back one after another once the claimed ones ran (each holds the
+// worker for the delay). Keys are per store: consumers of two queues
 // that receive the same message id (a fanout) need a table each
 // (StoreOptions.Table) or a key that names the queue (Options.IdempotentBy).
 //

@@ -23,10 +23,14 @@ import (
 //   - in progress: messaging.InProgress(delay), the handler does not run; the
 //     attempt does not advance and the message is never dead-lettered for it;
 //   - an empty key: messaging.Reject with an error marked messaging.Fatal;
-//   - a store error: messaging.Retry with it; when the error is an outage
-//     (messaging.IsOutage: the store unreachable), the claims of the batch are
-//     released and the batch panics with the error marked messaging.Outage,
-//     so nothing is acknowledged and no attempt is spent.
+//   - a store error: messaging.Retry with it (for every message of the batch
+//     when a BatchStore's one claim of the batch failed); when the error is an
+//     outage (messaging.IsOutage: the store unreachable), the claims of the
+//     batch are released and the batch panics with the error marked
+//     messaging.Outage, so nothing is acknowledged and no attempt is spent.
+//
+// With a BatchStore (the SQL store) the batch's keys are claimed with one
+// TryClaimAll and the handled ones confirmed with one ConfirmAll.
 //
 // It needs a settlement decorator outside it (the streaming runtime puts one
 // around every worker). Put it outside retry and transactional, so one claim
@@ -75,8 +79,9 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			h.releaseAll(ctx, claimed)
 		}
 	}()
+	claim := h.claimer(ctx, messages, deliveries)
 	for i, delivery := range deliveries {
-		claim, ok := h.claim(ctx, messages[i], delivery)
+		claim, ok := claim(i)
 		if !ok {
 			continue
 		}
@@ -108,31 +113,87 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// claim asks the store for delivery's key. ok is false when the delivery was
-// settled instead (an empty key, a store error that is the message's); a
-// store that is unreachable panics with the error marked messaging.Outage.
-func (h *handler) claim(ctx context.Context, message any, delivery messaging.Delivery) (_ Claim, ok bool) {
-	key := h.config.key(message, delivery)
-	if key == "" {
-		err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
-		mustSettle(messaging.Reject(ctx, delivery, err))
-		return Claim{}, false
+// claimer returns what claims the key of deliveries[i]: key by key, or,
+// when the store is a BatchStore, from one TryClaimAll of the batch's keys
+// made before the first answer (a key refused as fatal makes the batch be
+// claimed key by key, so only its message is refused).
+func (h *handler) claimer(ctx context.Context, messages []any, deliveries []messaging.Delivery) func(i int) (Claim, bool) {
+	batch, ok := h.store.(BatchStore)
+	if !ok {
+		return func(i int) (Claim, bool) {
+			key := h.config.key(messages[i], deliveries[i])
+			if !h.keyed(ctx, key, deliveries[i]) {
+				return Claim{}, false
+			}
+			claim, err := h.tryClaim(ctx, key)
+			return h.claimed(ctx, key, deliveries[i], claim, err)
+		}
+	}
+	keys := make([]string, len(deliveries))
+	var present []string
+	for i, delivery := range deliveries {
+		if keys[i] = h.config.key(messages[i], delivery); keys[i] != "" {
+			present = append(present, keys[i])
+		}
 	}
 	storeCtx, cancel := context.WithTimeout(ctx, h.config.storeTimeout)
-	defer cancel()
-	claim, err := h.store.TryClaim(storeCtx, key)
-	if err != nil {
-		if !messaging.IsFatal(err) { // a key the store refuses is the message's, not the store's
-			h.config.monitor.StoreFailed(delivery.SourceQueue, OperationClaim, err)
-		}
-		err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", shorten(key), shorten(delivery.MessageID), err)
-		if messaging.IsOutage(err) || ctx.Err() != nil {
-			panic(messaging.Outage(err))
-		}
-		mustSettle(messaging.Retry(ctx, delivery, err))
-		return Claim{}, false
+	claims, err := batch.TryClaimAll(storeCtx, present)
+	cancel()
+	if err == nil && len(claims) != len(present) {
+		err = fmt.Errorf("idempotency: the store answered %d claims for %d keys", len(claims), len(present))
 	}
-	return claim, true
+	next := 0
+	return func(i int) (Claim, bool) {
+		if !h.keyed(ctx, keys[i], deliveries[i]) {
+			return Claim{}, false
+		}
+		if messaging.IsFatal(err) {
+			claim, err := h.tryClaim(ctx, keys[i])
+			return h.claimed(ctx, keys[i], deliveries[i], claim, err)
+		}
+		var claim Claim
+		if err == nil {
+			claim = claims[next]
+			next++
+		}
+		return h.claimed(ctx, keys[i], deliveries[i], claim, err)
+	}
+}
+
+// keyed rejects a delivery whose key is empty, as fatal: such a message is
+// never handled without a guard.
+func (h *handler) keyed(ctx context.Context, key string, delivery messaging.Delivery) bool {
+	if key != "" {
+		return true
+	}
+	err := messaging.Fatal(fmt.Errorf("acemq: message %s produced an empty idempotency key", delivery.MessageID))
+	mustSettle(messaging.Reject(ctx, delivery, err))
+	return false
+}
+
+// tryClaim asks the store for one key, within the store timeout.
+func (h *handler) tryClaim(ctx context.Context, key string) (Claim, error) {
+	storeCtx, cancel := context.WithTimeout(ctx, h.config.storeTimeout)
+	defer cancel()
+	return h.store.TryClaim(storeCtx, key)
+}
+
+// claimed takes the store's answer for delivery's key. ok is false when the
+// delivery was settled instead (a store error that is the message's); a
+// store that is unreachable panics with the error marked messaging.Outage.
+func (h *handler) claimed(ctx context.Context, key string, delivery messaging.Delivery, claim Claim, err error) (_ Claim, ok bool) {
+	if err == nil {
+		return claim, true
+	}
+	if !messaging.IsFatal(err) { // a key the store refuses is the message's, not the store's
+		h.config.monitor.StoreFailed(delivery.SourceQueue, OperationClaim, err)
+	}
+	err = fmt.Errorf("idempotency: the store could not claim key %q of message %s: %w", shorten(key), shorten(delivery.MessageID), err)
+	if messaging.IsOutage(err) || ctx.Err() != nil {
+		panic(messaging.Outage(err))
+	}
+	mustSettle(messaging.Retry(ctx, delivery, err))
+	return Claim{}, false
 }
 
 // run hands the claimed messages to the inner handler, renewing their claims
@@ -152,17 +213,19 @@ func (h *handler) run(ctx context.Context, messages []any, claimed []*claimedMes
 	returned := false
 	defer func() {
 		stopRenewing()
+		var done []*claimedMessage
 		for _, c := range claimed {
 			decision, decided := messaging.DecisionOf(innerCtx, c.delivery)
 			switch {
 			case c.lost:
 				// Nothing of this delivery's is left to confirm or release.
 			case decided && decision.Verdict == messaging.Accepted || returned && !decided:
-				h.confirm(ctx, c)
+				done = append(done, c)
 			default:
 				h.release(ctx, c)
 			}
 		}
+		h.confirmAll(ctx, done)
 	}()
 	h.inner.Handle(innerCtx, innerMessages...)
 	returned = true
@@ -225,10 +288,32 @@ func (h *handler) renewOne(ctx context.Context, c *claimedMessage) {
 	h.own(ctx, c, OperationRenew, h.store.Renew, "it is renewed again shortly; if its lease ends first, another delivery of the message may run it too")
 }
 
-// confirm records the work as done; a failure is reported and otherwise
-// ignored: the claim then holds the key until its lease ends.
-func (h *handler) confirm(ctx context.Context, c *claimedMessage) {
-	h.own(ctx, c, OperationConfirm, h.store.Confirm, "the next delivery within the claim's lease is put back as in progress, and one after it runs the handler again")
+// confirmAll records the work as done, with one ConfirmAll when the store is
+// a BatchStore; a failure is reported and otherwise ignored: the claim then
+// holds the key until its lease ends.
+func (h *handler) confirmAll(ctx context.Context, done []*claimedMessage) {
+	const consequence = "the next delivery within the claim's lease is put back as in progress, and one after it runs the handler again"
+	batch, ok := h.store.(BatchStore)
+	if !ok || len(done) == 0 {
+		for _, c := range done {
+			h.own(ctx, c, OperationConfirm, h.store.Confirm, consequence)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.config.storeTimeout)
+	defer cancel()
+	claims := make([]Claim, len(done))
+	for i, c := range done {
+		claims[i] = c.claim
+	}
+	for i, err := range batch.ConfirmAll(ctx, claims) {
+		switch {
+		case errors.Is(err, ErrClaimLost):
+			h.claimLost(done[i], OperationConfirm)
+		case err != nil:
+			h.storeFailed(done[i], OperationConfirm, err, consequence)
+		}
+	}
 }
 
 // own calls the store on c's own claim, detached from the handler's

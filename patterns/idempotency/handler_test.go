@@ -31,6 +31,7 @@ type HandlerFixture struct {
 	received []any    // what the inner handler was given
 	envelope []string // the ids of messaging.DeliveriesFrom in the inner handler
 	during   func(ctx context.Context)
+	batched  *fakeBatchStore // when set, the guard's store: f.store with the batch calls
 }
 
 func (f *HandlerFixture) Setup() {
@@ -54,7 +55,11 @@ func (f *HandlerFixture) handle(options ...Option) (value any) {
 		}
 	})
 	options = append([]Option{Options.Monitor(f.monitor), Options.Logger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, options...)
-	handler := Middleware(f.store, options...)(inner)
+	var store Store = f.store
+	if f.batched != nil {
+		store = f.batched
+	}
+	handler := Middleware(store, options...)(inner)
 	ctx := messaging.WithSettler(messaging.WithDeliveries(context.Background(), f.batch), f.settler)
 	messages := make([]any, len(f.batch))
 	for i, d := range f.batch {

@@ -37,7 +37,10 @@ type SQLStore struct {
 	lease   time.Duration
 	table   string
 
-	insert, reclaim, lookup, owner, renew, confirm, release, prune string
+	insertHead, reclaim, reclaimConfirmed, lookupAll, owner, renew, confirmAll, release, releaseOwn, prune string
+
+	prepared *prepared // MySQL over a *sql.DB: statements kept prepared on it
+	ownTx    bool      // db is a transaction of prepared.db (InTransaction's batch)
 }
 
 // NewSQLStore returns a store over db in dialect (sqldialect.MySQL,
@@ -54,57 +57,50 @@ func NewSQLStore(db DB, dialect sqldialect.Dialect, options ...StoreOption) (*SQ
 		return nil, ErrClientFoundRows
 	}
 	s := &SQLStore{db: db, dialect: dialect, lease: c.claimTimeout, table: c.table}
+	if handle, ok := db.(*sql.DB); ok && handle != nil && dialect.IsMySQL() {
+		s.prepared = &prepared{db: handle, byQuery: map[string]*sql.Stmt{}}
+	}
 	key := s.keyColumn()
 	t, mine := s.table, " WHERE "+key+" = ? AND claimed_by = ? AND confirmed = FALSE"
-	s.insert = dialect.Rebind("INSERT INTO " + t + " (" + key + ", handled_at, confirmed, claimed_by) VALUES (?, ?, FALSE, ?)" + dialect.IgnoreDuplicate(key))
-	s.reclaim = dialect.Rebind("UPDATE " + t + " SET handled_at = ?, claimed_by = ? WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?")
-	s.lookup = dialect.Rebind("SELECT confirmed FROM " + t + " WHERE " + key + " = ?")
+	// insertHead, lookupAll and confirmAll are completed (and rebound) per
+	// batch size: see insertQuery and keysQuery.
+	s.insertHead = "INSERT INTO " + t + " (" + key + ", handled_at, confirmed, claimed_by) VALUES "
+	retake := " WHERE " + key + " = ? AND confirmed = FALSE AND handled_at < ?"
+	s.reclaim = dialect.Rebind("UPDATE " + t + " SET handled_at = ?, claimed_by = ?" + retake)
+	s.reclaimConfirmed = dialect.Rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ?, claimed_by = ?" + retake)
+	s.lookupAll = "SELECT " + key + ", claimed_by, confirmed, handled_at < ? FROM " + t + " WHERE " + key + " IN ("
 	s.owner = dialect.Rebind("SELECT claimed_by, confirmed FROM " + t + " WHERE " + key + " = ?")
 	s.renew = dialect.Rebind("UPDATE " + t + " SET handled_at = ?" + mine)
-	s.confirm = dialect.Rebind("UPDATE " + t + " SET confirmed = TRUE, handled_at = ?" + mine)
+	s.confirmAll = "UPDATE " + t + " SET confirmed = TRUE, handled_at = ? WHERE claimed_by = ? AND confirmed = FALSE AND " + key + " IN ("
 	s.release = dialect.Rebind("DELETE FROM " + t + mine)
+	s.releaseOwn = dialect.Rebind("DELETE FROM " + t + " WHERE " + key + " = ? AND claimed_by = ?")
 	s.prune = dialect.Rebind("DELETE FROM " + t + " WHERE handled_at < ?")
 	return s, nil
 }
 
 // TryClaim claims key: it inserts an unconfirmed claim with a new owner
-// token, or retakes one whose lease ended (the token changes, so the former
-// holder can no longer renew, confirm or release it); otherwise it reads the
-// row: confirmed is Duplicate, a live claim (or a row released in between) is
-// InProgress. A driver that cannot report the rows a statement changed makes
-// it fail rather than guess.
+// token unless the key is there; if it is, it reads the row: confirmed is
+// Duplicate, a live claim (or a row released in between) is InProgress, and
+// a claim whose lease ended is retaken (the token changes, so the former
+// holder can no longer renew, confirm or release it). It is TryClaimAll of
+// one key. A driver that cannot report the rows a statement changed makes it
+// fail rather than guess.
 func (s *SQLStore) TryClaim(ctx context.Context, key string) (Claim, error) {
+	claims, err := s.claimAll(ctx, []string{key}, false)
+	if err != nil {
+		return Claim{}, err
+	}
+	return claims[0], nil
+}
+
+// checkKey refuses a key the key column cannot hold, as a messaging.Fatal
+// error: the message's own, never the store's.
+func (s *SQLStore) checkKey(key string) error {
 	if n := utf8.RuneCountInString(key); n > MaxKeyLength {
-		return Claim{}, messaging.Fatal(fmt.Errorf("idempotency: the key %q is %d characters long and %s holds keys of at most %d (VARCHAR(%d)), so this message cannot be guarded and is refused: give it a shorter id, or a shorter key with Options.IdempotentBy (a hash of the long one)",
+		return messaging.Fatal(fmt.Errorf("idempotency: the key %q is %d characters long and %s holds keys of at most %d (VARCHAR(%d)), so this message cannot be guarded and is refused: give it a shorter id, or a shorter key with Options.IdempotentBy (a hash of the long one)",
 			shorten(key), n, s.table, MaxKeyLength, MaxKeyLength))
 	}
-	now := time.Now().UTC()
-	claim := Claim{Key: key, Result: Claimed, Owner: messaging.NewID(), Lease: s.lease}
-	inserted, err := s.exec(ctx, "claim", key, s.insert, key, s.dialect.Time(now), claim.Owner)
-	if err != nil {
-		return Claim{}, err
-	}
-	if inserted == 1 {
-		return claim, nil
-	}
-	retaken, err := s.exec(ctx, "claim", key, s.reclaim, s.dialect.Time(now), claim.Owner, key, s.dialect.Time(now.Add(-s.lease)))
-	if err != nil {
-		return Claim{}, err
-	}
-	if retaken == 1 {
-		return claim, nil
-	}
-	var confirmed bool
-	switch err := s.db.QueryRowContext(ctx, s.lookup, key).Scan(&confirmed); {
-	case errors.Is(err, sql.ErrNoRows):
-		return Claim{Key: key, Result: InProgress}, nil // released between the statements: look again shortly
-	case err != nil:
-		return Claim{}, fmt.Errorf("idempotency: claim key %q in %s: %w", key, s.table, err)
-	case confirmed:
-		return Claim{Key: key, Result: Duplicate}, nil
-	default:
-		return Claim{Key: key, Result: InProgress}, nil
-	}
+	return nil
 }
 
 // Renew restarts the lease of the caller's claim; ErrClaimLost when the key
@@ -117,7 +113,10 @@ func (s *SQLStore) Renew(ctx context.Context, c Claim) error {
 // the key is no longer held by it (its lease ended and another delivery took
 // it).
 func (s *SQLStore) Confirm(ctx context.Context, c Claim) error {
-	return s.own(ctx, "confirm", c, s.confirm, s.dialect.Time(time.Now().UTC()), c.Key, c.Owner)
+	if errs := s.ConfirmAll(ctx, []Claim{c}); errs != nil {
+		return errs[0]
+	}
+	return nil
 }
 
 // Release forgets the caller's unconfirmed claim, so the next delivery runs
@@ -169,7 +168,7 @@ func (s *SQLStore) Prune(ctx context.Context, olderThan time.Duration) (int64, e
 
 // exec runs one statement and returns the rows it changed.
 func (s *SQLStore) exec(ctx context.Context, operation, key, query string, args ...any) (int64, error) {
-	res, err := s.db.ExecContext(ctx, query, args...)
+	res, err := s.run(ctx, query, args...)
 	if err != nil {
 		return 0, fmt.Errorf("idempotency: %s key %q in %s: %w", operation, key, s.table, err)
 	}

@@ -34,11 +34,17 @@ var ErrNoTransaction = errors.New("idempotency: InTransaction found no SQL trans
 // concurrent copy of a message being handled waits on the database's row lock
 // for the holder's transaction to end, and then finds it confirmed, or free.
 //
+// The batch's keys are claimed with one statement in the transaction, each
+// written as confirmed work: the commit is the confirmation, so a batch
+// whose keys are all new costs its transaction one statement and nothing at
+// the end; a message the handler did not accept has its row deleted before
+// the commit, so its retry runs.
+//
 // store gives the table, dialect and lease; its own database handle is not
-// used. A claim that fails panics at once, and a Confirm or Release that
-// fails panics after the batch ran, so the transaction rolls back and the
-// batch runs again, rather than committing work whose claim says otherwise. SQLite allows
-// one writing transaction at a time: the workers then take turns.
+// used. A claim that fails panics at once, and a Release that fails panics
+// after the batch ran, so the transaction rolls back and the batch runs
+// again, rather than committing work whose claim says otherwise. SQLite
+// allows one writing transaction at a time: the workers then take turns.
 func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
 	c := newConfig(options)
 	return func(inner messaging.Handler) messaging.Handler {
@@ -49,6 +55,7 @@ func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
 			}
 			batch := *store
 			batch.db = slot.Tx
+			batch.ownTx = store.prepared != nil && opens(store.prepared.db, slot.Tx)
 			tx := &txStore{SQLStore: &batch}
 			(&handler{inner: inner, store: tx, config: c}).Handle(ctx, messages...)
 			if err := tx.failure(); err != nil {
@@ -58,41 +65,61 @@ func InTransaction(store *SQLStore, options ...Option) messaging.Middleware {
 	}
 }
 
-// txStore is a SQLStore over one batch's transaction that remembers a failed
-// Confirm or Release: in a transaction, either one failing means the commit
-// would not match the work.
+// txStore is a SQLStore over one batch's transaction. Its claims are
+// written as confirmed work, so one statement per batch both claims and
+// confirms (the commit is the confirmation, a rollback forgets both);
+// Release deletes the caller's own row, confirmed or not, and a failed
+// Release is remembered: in a transaction, it failing means the commit would
+// not match the work.
 type txStore struct {
 	*SQLStore
 	mu     sync.Mutex
 	failed error
 }
 
-// TryClaim fails the batch when the claim fails: after a failed statement
+// TryClaim is TryClaimAll of one key.
+func (s *txStore) TryClaim(ctx context.Context, key string) (Claim, error) {
+	claims, err := s.TryClaimAll(ctx, []string{key})
+	if err != nil {
+		return Claim{}, err
+	}
+	return claims[0], nil
+}
+
+// TryClaimAll fails the batch when the claim fails: after a failed statement
 // (a deadlock, a lock wait that timed out) the transaction may be unusable,
 // so the batch is rolled back and run again rather than its other messages
 // handled in it. A key the store refuses (messaging.Fatal) is the message's
-// alone and is returned. The claim needs no renewal: until the commit the
-// database's row lock holds it.
-func (s *txStore) TryClaim(ctx context.Context, key string) (Claim, error) {
-	claim, err := s.SQLStore.TryClaim(ctx, key)
+// alone and is returned. The claims need no renewal: until the commit the
+// database's row locks hold them.
+func (s *txStore) TryClaimAll(ctx context.Context, keys []string) ([]Claim, error) {
+	claims, err := s.SQLStore.claimAll(ctx, keys, true)
 	switch {
 	case err == nil:
-		claim.Lease = 0
-		return claim, nil
+		for i := range claims {
+			claims[i].Lease = 0
+		}
+		return claims, nil
 	case messaging.IsFatal(err):
-		return Claim{}, err
+		return nil, err
 	case messaging.IsOutage(err):
 		panic(messaging.Outage(err))
 	}
 	panic(fmt.Errorf("idempotency: the claim in the batch's transaction failed, so the batch is rolled back: %w", err))
 }
 
-func (s *txStore) Confirm(ctx context.Context, c Claim) error {
-	return s.remember(s.SQLStore.Confirm(ctx, c))
-}
+// Confirm has nothing left to do: the claim was written confirmed, and the
+// batch's commit makes it so.
+func (s *txStore) Confirm(context.Context, Claim) error { return nil }
 
+// ConfirmAll is Confirm of each claim.
+func (s *txStore) ConfirmAll(context.Context, []Claim) []error { return nil }
+
+// Release deletes the caller's own row of the key, so the retry of a message
+// the handler did not accept runs.
 func (s *txStore) Release(ctx context.Context, c Claim) error {
-	return s.remember(s.SQLStore.Release(ctx, c))
+	_, err := s.exec(ctx, "release", c.Key, s.releaseOwn, c.Key, c.Owner)
+	return s.remember(err)
 }
 
 func (s *txStore) remember(err error) error {
