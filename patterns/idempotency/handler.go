@@ -354,7 +354,7 @@ func (h *handler) claimLost(c *claimedMessage, operation string) {
 func (h *handler) storeFailed(c *claimedMessage, operation string, err error, consequence string) {
 	queue := c.delivery.SourceQueue
 	h.config.monitor.StoreFailed(queue, operation, err)
-	h.config.logger.Warn("Unable to "+operation+" an idempotency key.",
+	h.config.logger.Warn("Unable to reach the idempotency store for a key; see operation and consequence",
 		slog.String("queue", queue), slog.String("operation", operation), slog.String("key", c.claim.Key),
 		slog.String("message_id", c.delivery.MessageID), slog.Any("error", err), slog.String("consequence", consequence))
 }
