@@ -129,7 +129,7 @@ type side struct {
 
 func main() {
 	var s settings
-	var only, cpuProfile string
+	var only, cpuProfile, memProfile string
 	flag.StringVar(&s.url, "amqp", envOr("WARRENMQ_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address")
 	flag.StringVar(&s.dsn, "dsn", envOr("WARRENMQ_MYSQL", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source for the outbox scenario")
 	flag.IntVar(&s.size, "size", 1024, "payload size in bytes")
@@ -139,6 +139,7 @@ func main() {
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
 	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, each side labelled (pprof -tagfocus side=NAME)")
+	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the whole run to this file (pprof -sample_index=alloc_objects; not labelled by side)")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream, concurrent, memory, scale); empty runs all")
 	flag.Parse()
 
@@ -151,6 +152,14 @@ func main() {
 	defer release()
 	if cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer stopProfile()
+	}
+	if memProfile != "" {
+		stopProfile, err := startMemProfile(memProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
