@@ -194,35 +194,44 @@ func withMessages(s settings, messages int) settings {
 // delivered to a consumer), then waits a little longer for the deliveries on
 // the wire to reach the process.
 func waitReady(ctx context.Context, url, queue string, want int, limit time.Duration) error {
+	_, err := pollQueue(ctx, url, queue, limit, func(ready int) bool { return ready <= want })
+	if err != nil {
+		return fmt.Errorf("%w, wanted at most %d", err, want)
+	}
+	// The broker counts a message delivered when it sends it; give the last
+	// ones time to arrive.
+	return pause(ctx, 300*time.Millisecond)
+}
+
+// pollQueue reads the queue's ready count with a passive declare every 20 ms
+// until done accepts it, and returns that count; it gives up after limit.
+func pollQueue(ctx context.Context, url, queue string, limit time.Duration, done func(ready int) bool) (int, error) {
 	conn, err := amqp.Dial(url)
 	if err != nil {
-		return fmt.Errorf("poll the queue: %w", err)
+		return 0, fmt.Errorf("poll queue %s: %w", queue, err)
 	}
 	defer conn.Close()
 	ch, err := conn.Channel()
 	if err != nil {
-		return fmt.Errorf("poll the queue: channel: %w", err)
+		return 0, fmt.Errorf("poll queue %s: channel: %w", queue, err)
 	}
 	defer ch.Close()
 	deadline := time.Now().Add(limit)
 	for {
 		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 		if err != nil {
-			return fmt.Errorf("poll queue %s: %w", queue, err)
+			return 0, fmt.Errorf("poll queue %s: %w", queue, err)
 		}
-		if q.Messages <= want {
-			break
+		if done(q.Messages) {
+			return q.Messages, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("queue %s still had %d ready messages after %s, wanted at most %d", queue, q.Messages, limit, want)
+			return q.Messages, fmt.Errorf("queue %s still had %d ready messages after %s", queue, q.Messages, limit)
 		}
 		if err := pause(ctx, 20*time.Millisecond); err != nil {
-			return err
+			return q.Messages, err
 		}
 	}
-	// The broker counts a message delivered when it sends it; give the last
-	// ones time to arrive.
-	return pause(ctx, 300*time.Millisecond)
 }
 
 // pause waits d, or less when ctx ends.

@@ -469,35 +469,18 @@ func publishPlaced(ctx context.Context, address string, ids []string) error {
 // below total (the consumer took its prefetch), and returns how many
 // messages the service holds.
 func waitHeld(ctx context.Context, address string, total int) (int, error) {
-	conn, err := amqp.Dial(address)
-	if err != nil {
-		return 0, fmt.Errorf("poll the service's queue: %w", err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return 0, fmt.Errorf("poll the service's queue: channel: %w", err)
-	}
-	defer ch.Close()
-	deadline := time.Now().Add(serviceLimit)
 	var seen []int
-	for {
-		q, err := ch.QueueDeclarePassive(serviceQueue, true, false, false, false, nil)
-		if err != nil {
-			return 0, fmt.Errorf("poll queue %s: %w", serviceQueue, err)
-		}
-		seen = append(seen, q.Messages)
-		// Ten readings 100 ms apart that agree, below the total: settled.
-		if n := len(seen); n >= 10 && q.Messages < total && slices.Min(seen[n-10:]) == slices.Max(seen[n-10:]) {
-			return total - q.Messages, nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the service's queue did not settle within %s (last %d ready of %d)", serviceLimit, q.Messages, total)
-		}
-		if err := pause(ctx, 100*time.Millisecond); err != nil {
-			return 0, err
-		}
+	// A second of readings (20 ms apart) that agree, below the total: settled.
+	const settled = 50
+	ready, err := pollQueue(ctx, address, serviceQueue, serviceLimit, func(ready int) bool {
+		seen = append(seen, ready)
+		n := len(seen)
+		return n >= settled && ready < total && slices.Min(seen[n-settled:]) == slices.Max(seen[n-settled:])
+	})
+	if err != nil {
+		return 0, fmt.Errorf("the service's queue did not settle below %d: %w", total, err)
 	}
+	return total - ready, nil
 }
 
 // recorded reports whether the service recorded want order-shipped events:

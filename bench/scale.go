@@ -19,7 +19,6 @@ import (
 	"github.com/warrenmq/messaging/handlers/retry"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/serialization"
-	"github.com/warrenmq/messaging/sqldialect"
 	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/streaming"
 )
@@ -40,7 +39,8 @@ const scaleMessages = 20000
 func scaleScenario(s settings) scenario {
 	body, _ := json.Marshal(benchMessage{Data: strings.Repeat("x", max(0, s.size-12))})
 	suffix := strings.ReplaceAll(messaging.NewID()[:8], "-", "")
-	table := "bench_scale_" + suffix
+	tables := outboxTables{outbox: "bench_scale_" + suffix, plain: "bench_scale_plain_" + suffix, strong: "bench_scale_strong_" + suffix}
+	table := tables.outbox
 	var db *sql.DB
 	footprints := map[int]subscriptionFootprint{}
 	var sides []side
@@ -65,7 +65,7 @@ func scaleScenario(s settings) scenario {
 				return relayLive(ctx, s, db, table, queue, body, relays)
 			}})
 	}
-	return scenario{name: "scale", sides: sides, setup: scaleSetup(s.dsn, table, &db), report: func(totals []measurement) {
+	return scenario{name: "scale", sides: sides, setup: tables.setup(s.dsn, &db), report: func(totals []measurement) {
 		one := totals[1].rate()
 		for i, n := range []int{1, 10, 100} {
 			f := footprints[n]
@@ -113,7 +113,7 @@ func scaleQueues(s settings, queue string, n int) ([]string, func(), error) {
 }
 
 // preloadSpread publishes total JSON messages of type "bench" round robin
-// over queues, confirmed (not timed).
+// over queues, with the raw client, at most s.window unconfirmed (not timed).
 func preloadSpread(ctx context.Context, s settings, queues []string, total int, body []byte) error {
 	conn, err := amqp.Dial(s.url)
 	if err != nil {
@@ -454,39 +454,4 @@ func relayLive(ctx context.Context, s settings, db *sql.DB, table, queue string,
 		return watch.stop(0), fmt.Errorf("%d relays: %w", relays, err)
 	}
 	return watch.stop(total), nil
-}
-
-// scaleSetup holds the database lock shared, creates the outbox table the
-// relays share and returns how to drop it and release the lock.
-func scaleSetup(dsn, table string, db **sql.DB) func(ctx context.Context) (func(), error) {
-	return func(ctx context.Context) (func(), error) {
-		release, err := shareLock(databaseLockPath)
-		if err != nil {
-			return nil, err
-		}
-		opened, err := openDatabase(ctx, dsn)
-		if err != nil {
-			release()
-			return nil, err
-		}
-		teardown := func() {
-			dropTables(opened, table)
-			_ = opened.Close()
-			release()
-		}
-		ddl, err := sqlmq.TableSchema(sqldialect.MySQL, table)
-		if err == nil {
-			for _, statement := range sqlmq.Statements(ddl) {
-				if _, err = opened.ExecContext(ctx, statement); err != nil {
-					break
-				}
-			}
-		}
-		if err != nil {
-			teardown()
-			return nil, fmt.Errorf("create the outbox table %s: %w", table, err)
-		}
-		*db = opened
-		return teardown, nil
-	}
 }
