@@ -66,6 +66,7 @@ func perMessage(before, after uint64, messages int) float64 {
 	return (float64(after) - float64(before)) / float64(messages)
 }
 
+// mib formats bytes in MiB.
 func mib(bytes float64) string { return fmt.Sprintf("%.1f MiB", bytes/(1<<20)) }
 
 // measureInFlight holds messages in a consumer that does not finish its

@@ -66,6 +66,7 @@ func scaleScenario(s settings) scenario {
 			}})
 	}
 	return scenario{name: "scale", sides: sides, setup: tables.setup(s.dsn, &db), report: func(totals []measurement) {
+		// The sides come in pairs, raw-N then subscriptions-N, for 1, 10 and 100.
 		one := totals[1].rate()
 		for i, n := range []int{1, 10, 100} {
 			f := footprints[n]
