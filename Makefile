@@ -1,7 +1,8 @@
 # make demo      runs the example service end to end against the local services
 # make test      gofmt check, go vet, and every unit, integration and fault test under -race
 # make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
-# make bench     our stack beside the raw amqp091-go client, as ratios; each codec beside JSON
+# make bench     our stack beside the raw amqp091-go client, as ratios; the example service's memory;
+#                cost as subscriptions and relays grow; each codec beside JSON
 # make bench-peers  watermill beside ours and the raw client, in one run (module bench/peers)
 # make console   the operator console on http://127.0.0.1:7070/ over the example service's queues, outbox and health
 # make cluster   a three-node RabbitMQ cluster on 5681-5683 beside the default broker (make cluster-stop)

@@ -114,6 +114,9 @@ type scenario struct {
 	// report, when set, prints comment lines from the sides' totals, in the
 	// order of sides.
 	report func(totals []measurement)
+	// once, when set, runs instead of the sides and rounds: a scenario whose
+	// figures are not rates (memory) prints its own lines.
+	once func(ctx context.Context) error
 }
 
 // side is one way of doing what the scenario measures. Its ratio is taken
@@ -126,7 +129,7 @@ type side struct {
 
 func main() {
 	var s settings
-	var only, cpuProfile string
+	var only, cpuProfile, memProfile string
 	flag.StringVar(&s.url, "amqp", envOr("WARRENMQ_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address")
 	flag.StringVar(&s.dsn, "dsn", envOr("WARRENMQ_MYSQL", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "MariaDB/MySQL data source for the outbox scenario")
 	flag.IntVar(&s.size, "size", 1024, "payload size in bytes")
@@ -136,7 +139,8 @@ func main() {
 	flag.IntVar(&s.messages, "messages", 20000, "messages per consume run")
 	flag.IntVar(&s.roundtrips, "roundtrips", 2000, "sequential publish-and-receive round trips per roundtrip run")
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, each side labelled (pprof -tagfocus side=NAME)")
-	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream, concurrent); empty runs all")
+	flag.StringVar(&memProfile, "memprofile", "", "write the allocations of the whole run to this file (pprof -sample_index=alloc_objects; not labelled by side)")
+	flag.StringVar(&only, "only", "", "comma-separated scenarios to run (publish, consume, outbox, roundtrip, request, claimcheck, tracing, patterns, stream, concurrent, memory, scale); empty runs all")
 	flag.Parse()
 
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -148,6 +152,14 @@ func main() {
 	defer release()
 	if cpuProfile != "" {
 		stopProfile, err := startCPUProfile(cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer stopProfile()
+	}
+	if memProfile != "" {
+		stopProfile, err := startMemProfile(memProfile)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
@@ -216,14 +228,18 @@ func startCPUProfile(path string) (stop func(), err error) {
 }
 
 func bench(ctx context.Context, s settings, only string) error {
-	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s), concurrentScenario(s)}
+	scenarios := []scenario{publishScenario(s), consumeScenario(s), outboxScenario(s), roundTripScenario(s), requestScenario(s), claimCheckScenario(s), tracingScenario(s), patternsScenario(s), streamScenario(s), concurrentScenario(s), memoryScenario(s), scaleScenario(s)}
 	fmt.Printf("# payload %d B, window %d, %d rounds alternating raw and ours; ratio = the median over rounds of ours / baseline in the same round, spread = lowest-highest\n", s.size, s.window, s.rounds)
 	fmt.Printf("%-24s %9s %8s %9s %6s %11s\n", "scenario", "msgs", "seconds", "msgs/s", "ratio", "spread")
 	for _, sc := range scenarios {
 		if only != "" && !strings.Contains(","+only+",", ","+sc.name+",") {
 			continue
 		}
-		if err := runScenario(ctx, s, sc); err != nil {
+		do := func() error { return runScenario(ctx, s, sc) }
+		if sc.once != nil {
+			do = func() error { return sc.once(ctx) }
+		}
+		if err := do(); err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/batch"
 	"github.com/warrenmq/messaging/handlers/retry"
@@ -160,41 +158,5 @@ func consumeWith(ctx context.Context, s settings, queue string, body []byte, lim
 // preload fills the queue with s.messages JSON messages of type "bench", with
 // the raw client (not timed).
 func preload(ctx context.Context, s settings, queue string, body []byte) error {
-	conn, err := amqp.Dial(s.url)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return err
-	}
-	if err := ch.Confirm(false); err != nil {
-		return err
-	}
-	pending := make([]*amqp.DeferredConfirmation, 0, s.window)
-	for i := range s.messages {
-		c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, false, false, amqp.Publishing{
-			DeliveryMode: amqp.Persistent, ContentType: "application/json", Type: "bench",
-			MessageId: fmt.Sprintf("m-%d", i), Body: body,
-		})
-		if err != nil {
-			return err
-		}
-		pending = append(pending, c)
-		if len(pending) == s.window {
-			for _, p := range pending {
-				if _, err := p.WaitContext(ctx); err != nil {
-					return err
-				}
-			}
-			pending = pending[:0]
-		}
-	}
-	for _, p := range pending {
-		if _, err := p.WaitContext(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+	return preloadSpread(ctx, s, []string{queue}, s.messages, body)
 }
