@@ -190,19 +190,23 @@ func (h *handle) on(ctx context.Context, r role) (*connection, error) {
 }
 
 // keep records an opened reader or writer, so that Close closes it, and
-// returns what its own Close calls to be forgotten.
-func (h *handle) keep(opened io.Closer) (func(), error) {
+// hands its onClose, under the handle's lock, what its own Close calls to be
+// forgotten. On a handle closed meanwhile it closes it instead.
+func (h *handle) keep(opened io.Closer, onClose *func()) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
-		return nil, fmt.Errorf("the AMQP connection was closed while a channel opened: %w", messaging.ErrClosed)
+		h.mu.Unlock()
+		_ = opened.Close()
+		return fmt.Errorf("the AMQP connection was closed while a channel opened: %w", messaging.ErrClosed)
 	}
-	h.opened[opened] = struct{}{}
-	return func() {
+	*onClose = func() {
 		h.mu.Lock()
 		delete(h.opened, opened)
 		h.mu.Unlock()
-	}, nil
+	}
+	h.opened[opened] = struct{}{}
+	h.mu.Unlock()
+	return nil
 }
 
 // Writer opens a confirm-mode channel on the shared publishing connection.
@@ -216,8 +220,7 @@ func (h *handle) Writer(ctx context.Context) (messaging.Writer, error) {
 		return nil, err
 	}
 	w := opened.(*writer)
-	if w.onClose, err = h.keep(w); err != nil {
-		_ = w.Close()
+	if err := h.keep(w, &w.onClose); err != nil {
 		return nil, fmt.Errorf("open a writer: %w", err)
 	}
 	return w, nil
@@ -235,8 +238,7 @@ func (h *handle) CommitWriter(ctx context.Context) (messaging.CommitWriter, erro
 		return nil, err
 	}
 	w := opened.(*commitWriter)
-	if w.onClose, err = h.keep(w); err != nil {
-		_ = w.Close()
+	if err := h.keep(w, &w.onClose); err != nil {
 		return nil, fmt.Errorf("open a commit writer: %w", err)
 	}
 	return w, nil
@@ -253,8 +255,7 @@ func (h *handle) Reader(ctx context.Context) (messaging.Reader, error) {
 		return nil, err
 	}
 	r := opened.(*reader)
-	if r.onClose, err = h.keep(r); err != nil {
-		_ = r.Close()
+	if err := h.keep(r, &r.onClose); err != nil {
 		return nil, fmt.Errorf("open a reader: %w", err)
 	}
 	return r, nil
