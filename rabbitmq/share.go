@@ -50,7 +50,7 @@ type dial struct {
 // not answer; the consuming connection is bound on the handle's first reader
 // or declaration.
 func (c *connector) connectShared(ctx context.Context) (messaging.Connection, error) {
-	h := &handle{connector: c, opened: map[io.Closer]struct{}{}}
+	h := &handle{connector: c, opened: map[kept]struct{}{}}
 	if _, err := h.on(ctx, publishing); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ type handle struct {
 	mu     sync.Mutex
 	closed bool
 	bound  [roles]*connection
-	opened map[io.Closer]struct{} // the readers and writers still open
+	opened map[kept]struct{} // the readers and writers still open
 }
 
 var (
@@ -189,17 +189,50 @@ func (h *handle) on(ctx context.Context, r role) (*connection, error) {
 	return conn, nil
 }
 
-// keep records an opened reader or writer, so that Close closes it, and
-// hands its onClose, under the handle's lock, what its own Close calls to be
-// forgotten. On a handle closed meanwhile it closes it instead.
-func (h *handle) keep(opened io.Closer, onClose *func()) error {
+// kept is a reader or writer that a handle closes with itself.
+type kept interface {
+	io.Closer
+	// hook is where its Close finds what to call to be forgotten.
+	hook() *func()
+}
+
+func (w *writer) hook() *func() { return &w.onClose }
+func (r *reader) hook() *func() { return &r.onClose }
+
+func asKept(opened io.Closer, err error) (kept, error) {
+	if err != nil {
+		return nil, err
+	}
+	return opened.(kept), nil
+}
+
+// open opens a reader or writer (what) on the connection of r and keeps it.
+func (h *handle) open(ctx context.Context, r role, what string, open func(*connection) (kept, error)) (kept, error) {
+	conn, err := h.on(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	opened, err := open(conn)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.keep(opened); err != nil {
+		return nil, fmt.Errorf("open %s: %w", what, err)
+	}
+	return opened, nil
+}
+
+// keep records an opened reader or writer, so that Close closes it, and sets,
+// under the handle's lock, what its own Close calls to be forgotten. On a
+// handle closed meanwhile it closes it instead.
+func (h *handle) keep(opened kept) error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		_ = opened.Close()
 		return fmt.Errorf("the AMQP connection was closed while a channel opened: %w", messaging.ErrClosed)
 	}
-	*onClose = func() {
+	*opened.hook() = func() {
 		h.mu.Lock()
 		delete(h.opened, opened)
 		h.mu.Unlock()
@@ -211,54 +244,30 @@ func (h *handle) keep(opened io.Closer, onClose *func()) error {
 
 // Writer opens a confirm-mode channel on the shared publishing connection.
 func (h *handle) Writer(ctx context.Context) (messaging.Writer, error) {
-	conn, err := h.on(ctx, publishing)
-	if err != nil {
-		return nil, fmt.Errorf("open a writer: %w", err)
-	}
-	opened, err := conn.Writer(ctx)
+	opened, err := h.open(ctx, publishing, "a writer", func(c *connection) (kept, error) { return asKept(c.Writer(ctx)) })
 	if err != nil {
 		return nil, err
 	}
-	w := opened.(*writer)
-	if err := h.keep(w, &w.onClose); err != nil {
-		return nil, fmt.Errorf("open a writer: %w", err)
-	}
-	return w, nil
+	return opened.(messaging.Writer), nil
 }
 
 // CommitWriter opens a confirm-mode channel on the shared publishing
 // connection whose writes take effect on Commit.
 func (h *handle) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
-	conn, err := h.on(ctx, publishing)
-	if err != nil {
-		return nil, fmt.Errorf("open a commit writer: %w", err)
-	}
-	opened, err := conn.CommitWriter(ctx)
+	opened, err := h.open(ctx, publishing, "a commit writer", func(c *connection) (kept, error) { return asKept(c.CommitWriter(ctx)) })
 	if err != nil {
 		return nil, err
 	}
-	w := opened.(*commitWriter)
-	if err := h.keep(w, &w.onClose); err != nil {
-		return nil, fmt.Errorf("open a commit writer: %w", err)
-	}
-	return w, nil
+	return opened.(messaging.CommitWriter), nil
 }
 
 // Reader opens a channel for consuming on the shared consuming connection.
 func (h *handle) Reader(ctx context.Context) (messaging.Reader, error) {
-	conn, err := h.on(ctx, consuming)
-	if err != nil {
-		return nil, fmt.Errorf("open a reader: %w", err)
-	}
-	opened, err := conn.Reader(ctx)
+	opened, err := h.open(ctx, consuming, "a reader", func(c *connection) (kept, error) { return asKept(c.Reader(ctx)) })
 	if err != nil {
 		return nil, err
 	}
-	r := opened.(*reader)
-	if err := h.keep(r, &r.onClose); err != nil {
-		return nil, fmt.Errorf("open a reader: %w", err)
-	}
-	return r, nil
+	return opened.(messaging.Reader), nil
 }
 
 // Close closes the readers and writers opened through the handle, with their
@@ -271,7 +280,7 @@ func (h *handle) Close() error {
 		return nil
 	}
 	h.closed = true
-	opened := make([]io.Closer, 0, len(h.opened))
+	opened := make([]kept, 0, len(h.opened))
 	for o := range h.opened {
 		opened = append(opened, o)
 	}
