@@ -194,16 +194,32 @@ func askQuote(t *testing.T, client *http.Client, base, id string) {
 }
 
 // parkForeignOrders publishes count bodies that are not orders to
-// order-placed, through a connector of the test's own: the shipper's
-// settlement parks each, publishing a copy on the service's connections.
+// order-placed, through a connector of the test's own, and waits until the
+// shipper's settlement has parked each: a copy published on the service's
+// connections.
 func parkForeignOrders(t *testing.T, amqpURL string, count int) {
 	t.Helper()
 	transport := rabbitmq.New(rabbitmq.Options.Address(amqpURL))
 	defer transport.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	conn, err := transport.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	declarer, _ := messaging.As[messaging.Declarer](conn)
+	parked := func() int {
+		state, err := declarer.InspectQueue(ctx, shipQueue+".parked")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return state.Messages
+	}
+	before := parked() // the queue is durable: earlier runs may have left copies
+
 	writer := batch.New(transport)
 	defer writer.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	for range count {
 		foreign := messaging.Dispatch{Topic: placedTopic, MessageID: "foreign-" + messaging.NewID(), MessageType: placedTopic,
 			Mandatory: true, ContentType: "application/json", Payload: []byte("not json")}
@@ -211,4 +227,8 @@ func parkForeignOrders(t *testing.T, amqpURL string, count int) {
 			t.Fatal(err)
 		}
 	}
+	eventually(t, 60*time.Second, 100*time.Millisecond, "the foreign orders parked", func() (bool, string) {
+		n := parked()
+		return n >= before+count, fmt.Sprintf("%s.parked holds %d, want %d", shipQueue, n, before+count)
+	})
 }
