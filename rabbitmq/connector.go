@@ -45,8 +45,7 @@ func New(options ...Option) messaging.Connector {
 // Connect dials the broker and completes the handshake within the broker timeout.
 // It does not retry: a refused credential or an unreachable broker is returned at
 // once, for the caller to decide. With Options.ShareConnections it dials only
-// when the shared publishing connection is missing or has ended (see
-// Options.ShareConnections).
+// when the shared publishing connection is missing or has ended.
 func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	if c.config.shareConnections {
 		return c.connectShared(ctx)
