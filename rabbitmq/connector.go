@@ -1,7 +1,9 @@
 // Package rabbitmq is the RabbitMQ transport: a messaging.Connector over
 // github.com/rabbitmq/amqp091-go with publisher confirms, mandatory returns matched
 // to their messages, blocked-connection notifications, and a bound on every wait on
-// the broker. Configure New with Options (OptionSet lists them).
+// the broker. Configure New with Options (OptionSet lists them);
+// Options.ShareConnections puts everything a connector serves on channels of
+// one publishing and one consuming connection.
 package rabbitmq
 
 import (
