@@ -196,3 +196,37 @@ func (f *ShareFixture) TestAWaitForADialEndsWithItsContextAndAnAbandonedDialIsNo
 		f.So(errors.Is(err, ErrConnectTimeout), should.BeTrue)
 	})
 }
+
+func (f *ShareFixture) TestDeclarationsTravelOnTheConsumingConnectionWithTheReaders() {
+	connector := f.connector()
+	conn := f.connect(connector)
+	declarer, ok := messaging.As[messaging.Declarer](conn)
+	f.So(ok, should.BeTrue)
+
+	err := declarer.DeclareQueue(context.Background(), messaging.Queue{Name: "replies", Exclusive: true, AutoDelete: true})
+
+	f.So(err, should.BeNil)
+	f.So(f.dials(), should.Equal, 2)
+	publishing, consuming := f.h.dialer.connections[0], f.h.dialer.connections[1]
+	f.So(publishing.channels, should.BeEmpty)
+	f.So(consuming.channels, should.HaveLength, 1)
+	f.So(consuming.channels[0].Calls()[0].method, should.Equal, "QueueDeclare")
+	f.So(consuming.channels[0].closed, should.BeTrue) // a declaration's channel is its own
+}
+
+func (f *ShareFixture) TestAHandleClosesItsReadersAndTheirStreams() {
+	connector := f.connector()
+	conn := f.connect(connector)
+	reader, err := conn.Reader(context.Background())
+	f.So(err, should.BeNil)
+	stream, err := reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders"})
+	f.So(err, should.BeNil)
+
+	f.So(conn.Close(), should.BeNil)
+
+	var d messaging.Delivery
+	f.So(errors.Is(stream.Read(context.Background(), &d), messaging.ErrClosed), should.BeTrue)
+	_, err = reader.Stream(context.Background(), messaging.StreamConfig{StreamName: "orders"})
+	f.So(errors.Is(err, messaging.ErrClosed), should.BeTrue)
+	f.So(f.h.dialer.connections[1].closeCalls, should.Equal, 1)
+}
