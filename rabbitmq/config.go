@@ -43,6 +43,9 @@ type config struct {
 	maxOutstanding int
 	maxMessageSize int
 	origin         string
+	// shareConnections makes every Connect a handle on the connector's
+	// shared connections (share.go).
+	shareConnections bool
 }
 
 // Address is the broker's AMQP URI (amqps:// dials TLS). Default
@@ -124,6 +127,25 @@ func (OptionSet) MaxMessageSize(value int) Option {
 // Origin is written as x-acemq-origin when a Dispatch has none. Default
 // acemq@{hostname}, or acemq@unknown when the host has no name.
 func (OptionSet) Origin(value string) Option { return func(c *config) { c.origin = value } }
+
+// ShareConnections makes the connector keep one publishing and one consuming
+// AMQP connection for everything it serves, as RabbitMQ advises (a few
+// long-lived connections per process, channels multiplexed over them): each
+// Connect returns a handle whose writers and commit writers are channels of
+// the publishing connection and whose readers, streams and declarations are
+// channels of the consuming one, so a memory alarm that blocks publishing
+// never holds up an acknowledgement. A channel's refusal closes only that
+// channel; a handle's Close closes only its own channels, and the shared
+// connection closes with the last handle. When a shared connection drops,
+// every handle on it fails with messaging.ErrClosed as before, and the
+// Connects that follow dial one new connection between them. What a
+// connection of its own would isolate is shared instead: a wait that passes
+// the broker timeout severs the shared connection, and an exclusive queue
+// belongs to the consuming connection rather than to one handle. Default
+// false: every Connect dials a connection of its own.
+func (OptionSet) ShareConnections(value bool) Option {
+	return func(c *config) { c.shareConnections = value }
+}
 
 func newConfig(opts []Option) config {
 	var c config

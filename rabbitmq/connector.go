@@ -1,7 +1,9 @@
 // Package rabbitmq is the RabbitMQ transport: a messaging.Connector over
 // github.com/rabbitmq/amqp091-go with publisher confirms, mandatory returns matched
 // to their messages, blocked-connection notifications, and a bound on every wait on
-// the broker. Configure New with Options (OptionSet lists them).
+// the broker. Configure New with Options (OptionSet lists them);
+// Options.ShareConnections puts everything a connector serves on channels of
+// one publishing and one consuming connection.
 package rabbitmq
 
 import (
@@ -26,19 +28,40 @@ type connector struct {
 	// next is the index of the address Connect dials first: the one that
 	// last answered, or the one after it once a connection from it was lost.
 	next int
+
+	// With Options.ShareConnections: the one connection of each role, and
+	// how many handles use each connection (a replaced one included).
+	links [roles]link
+	users map[*connection]int
 }
 
-// New returns a Connector whose every Connect dials a new AMQP connection. Its
-// Close closes every connection it opened that is still open.
+// New returns a Connector whose every Connect dials a new AMQP connection, or,
+// with Options.ShareConnections, hands out channels of one publishing and one
+// consuming connection. Its Close closes every connection it opened that is
+// still open.
 func New(options ...Option) messaging.Connector {
 	cfg := newConfig(options)
-	return &connector{config: &cfg, open: map[*connection]struct{}{}}
+	return &connector{config: &cfg, open: map[*connection]struct{}{}, users: map[*connection]int{}}
 }
 
 // Connect dials the broker and completes the handshake within the broker timeout.
 // It does not retry: a refused credential or an unreachable broker is returned at
-// once, for the caller to decide.
+// once, for the caller to decide. With Options.ShareConnections it dials only
+// when the shared publishing connection is missing or has ended.
 func (c *connector) Connect(ctx context.Context) (messaging.Connection, error) {
+	if c.config.shareConnections {
+		return c.connectShared(ctx)
+	}
+	conn, err := c.dialConnection(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// dialConnection dials one AMQP connection and keeps it in c.open until it
+// ends.
+func (c *connector) dialConnection(ctx context.Context) (*connection, error) {
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()

@@ -50,6 +50,7 @@ type fakeDialer struct {
 	err         error
 	failFor     map[string]error // per address, checked before err
 	block       bool
+	gate        chan struct{} // when set, a dial waits for it to close before it answers
 	dialing     chan struct{}
 	configs     []amqp.Config
 	addresses   []string
@@ -62,12 +63,15 @@ func (d *fakeDialer) Dial(ctx context.Context, address string, config amqp.Confi
 	d.mu.Lock()
 	d.configs = append(d.configs, config)
 	d.addresses = append(d.addresses, address)
-	err, block := d.err, d.block
+	err, block, gate := d.err, d.block, d.gate
 	if failed, ok := d.failFor[address]; ok {
 		err = failed
 	}
 	d.mu.Unlock()
 	d.dialing <- struct{}{}
+	if gate != nil {
+		<-gate
+	}
 	if block {
 		<-ctx.Done()
 		return nil, ctx.Err()

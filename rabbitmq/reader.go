@@ -24,6 +24,8 @@ const (
 // stream takes over; each further stream opens a channel of its own.
 type reader struct {
 	conn *connection
+	// onClose, when set, tells the handle that opened it that it closed.
+	onClose func()
 
 	mu      sync.Mutex
 	closed  bool
@@ -161,6 +163,7 @@ func (r *reader) Close() error {
 		return nil
 	}
 	r.closed = true
+	onClose := r.onClose
 	spare := r.spare
 	r.spare = nil
 	streams := make([]*stream, 0, len(r.streams))
@@ -168,6 +171,9 @@ func (r *reader) Close() error {
 		streams = append(streams, s)
 	}
 	r.mu.Unlock()
+	if onClose != nil {
+		onClose()
+	}
 
 	var errs []error
 	for _, s := range streams {

@@ -14,6 +14,8 @@ import (
 // Write calls.
 type writer struct {
 	pub *publisher
+	// onClose, when set, tells the handle that opened it that it closed.
+	onClose func()
 
 	mu     sync.Mutex
 	closed bool
@@ -68,6 +70,9 @@ func (w *writer) Close() error {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	if w.onClose != nil {
+		w.onClose()
+	}
 	return w.pub.close()
 }
 

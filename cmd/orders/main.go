@@ -92,6 +92,9 @@ type settings struct {
 	ready chan<- string
 	// server bounds the HTTP edge; zero fields take the defaults.
 	server serverLimits
+	// connectionName is what the broker shows for the service's connections;
+	// empty means orders-example.
+	connectionName string
 }
 
 func main() {
@@ -236,11 +239,21 @@ func (svc *service) startTracing(ctx context.Context) error {
 	return nil
 }
 
-// 1. The transport, checked with one connection at start.
+// 1. The transport, checked with one connection at start. Every part of the
+// service (the consumer, the outbox relay, settlement's set-aside publisher,
+// the stream projection, request and reply, the health probe) connects
+// through it, and it shares two AMQP connections between them, one for
+// publishing and one for consuming, each part on channels of its own
+// (rabbitmq.Options.ShareConnections, doc/transport.md).
 func (svc *service) openTransport(ctx context.Context) error {
+	name := svc.settings.connectionName
+	if name == "" {
+		name = "orders-example"
+	}
 	svc.transport = svc.tracing.transport(rabbitmq.New(
 		rabbitmq.Options.Addresses(svc.settings.addresses()...),
-		rabbitmq.Options.ConnectionName("orders-example"),
+		rabbitmq.Options.ConnectionName(name),
+		rabbitmq.Options.ShareConnections(true),
 		rabbitmq.Options.Monitor(svc.metrics.Transport()),
 		rabbitmq.Options.Logger(svc.logger),
 	))
