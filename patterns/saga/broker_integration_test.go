@@ -133,7 +133,7 @@ type placements struct {
 const step = 40 * time.Millisecond
 
 func (p *placements) reserve(_ context.Context, o placedOrder) error {
-	time.Sleep(step) // see step
+	time.Sleep(step) // real time, see step: the kill it must overlap is the real broker's
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reserved[o.ID]++
@@ -146,7 +146,7 @@ func (p *placements) reserve(_ context.Context, o placedOrder) error {
 func (p *placements) release(context.Context, placedOrder) error { return nil }
 
 func (p *placements) charge(context.Context, placedOrder) error {
-	time.Sleep(step) // see step
+	time.Sleep(step) // real time, see step: the kill it must overlap is the real broker's
 	return nil
 }
 
@@ -258,15 +258,14 @@ func waitForEmpty(t *testing.T, url, queue string, bound time.Duration) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); {
+	var lookErr error
+	empty := testenv.Poll(bound, func() bool {
 		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-		if err != nil {
-			t.Fatalf("look at %s: %v", queue, err)
-		}
-		if q.Messages == 0 {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond) // polling the real broker's queue depth
+		lookErr = err
+		return err != nil || q.Messages == 0
+	})
+	if lookErr != nil {
+		t.Fatalf("look at %s: %v", queue, lookErr)
 	}
-	return false
+	return empty
 }
