@@ -1,7 +1,7 @@
 # make demo      runs the example service end to end against the local services
 # make test      gofmt check, go vet, and every unit, integration and fault test under -race
 # make services  starts RabbitMQ, MariaDB and PostgreSQL when they are down
-# make bench     our stack beside the raw amqp091-go client, as ratios
+# make bench     our stack beside the raw amqp091-go client, as ratios; each codec beside JSON
 # make bench-peers  watermill beside ours and the raw client, in one run (module bench/peers)
 # make console   the operator console on http://127.0.0.1:7070/ over the example service's queues, outbox and health
 # make cluster   a three-node RabbitMQ cluster on 5681-5683 beside the default broker (make cluster-stop)
@@ -46,6 +46,7 @@ demo: services
 
 bench: services
 	$(GO) run ./bench
+	@GO=$(GO) bash scripts/codec-bench.sh
 
 bench-peers: services
 	cd bench/peers && $(GO) run .

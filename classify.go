@@ -288,10 +288,11 @@ func anyInChain(err error, match func(error) bool) bool {
 // IsPermanent reports whether err is a refusal that neither waiting nor
 // another broker node fixes: the credentials or permissions are wrong
 // (ErrAccessRefused) or the virtual host, queue or exchange does not exist
-// (ErrNotFound). A service starting up exits on it, saying what to fix,
-// instead of retrying for ever.
+// (ErrNotFound), or the address itself does not parse (ErrBadAddress). A
+// service starting up exits on it, saying what to fix, instead of retrying
+// for ever.
 func IsPermanent(err error) bool {
-	return errors.Is(err, ErrAccessRefused) || errors.Is(err, ErrNotFound)
+	return errors.Is(err, ErrAccessRefused) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrBadAddress)
 }
 
 // retryableError marks an error a later attempt may fix.

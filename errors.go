@@ -161,6 +161,9 @@ var (
 	// ErrAccessRefused: the user may not do this, or the credentials are wrong
 	// (403 ACCESS_REFUSED, 530 NOT_ALLOWED at connect).
 	ErrAccessRefused = errors.New("messaging: the broker refused access")
+	// ErrBadAddress: the broker address does not parse; no attempt and no
+	// other node fixes it, only the configuration.
+	ErrBadAddress = errors.New("messaging: the broker address is malformed")
 	// ErrResourceLocked: an exclusive queue belongs to another connection (405).
 	ErrResourceLocked = errors.New("messaging: the queue is exclusive to another connection")
 )

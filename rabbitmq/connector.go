@@ -197,6 +197,17 @@ func (c *connector) dialUnmasked(ctx context.Context, rawAddress string) (adapte
 	return nil, fmt.Errorf("connect to %s failed: %w; is the broker running (`make services` starts it locally)?", address, err)
 }
 
+// badAddress marks a malformed address messaging.ErrBadAddress without
+// adding words to the message: its text is empty.
+var badAddress = silent{messaging.ErrBadAddress}
+
+// silent is an error that matches its target with errors.Is and prints
+// nothing, so a message that already says it all can carry a sentinel.
+type silent struct{ target error }
+
+func (s silent) Error() string { return "" }
+func (s silent) Unwrap() error { return s.target }
+
 // malformedAddress explains an address amqp091 cannot parse. The parser's own
 // words quote the address, or a piece of it cut at a character the password
 // holds (a '#' starts a fragment, so "invalid port" quotes what follows a
@@ -207,7 +218,7 @@ func malformedAddress(address string, cause error) error {
 	const advice = "give rabbitmq.Options.Address a URI such as amqp://user:password@host:5672/vhost"
 	if redact.Password(address) != "" {
 		return fmt.Errorf("the broker address %s is malformed (the parser's detail is withheld because it may quote the password); "+
-			"a password holding a reserved character must be percent-encoded ('#' as %%23, '@' as %%40, ':' as %%3A, '/' as %%2F, '?' as %%3F, '%%' as %%25); %s", masked, advice)
+			"a password holding a reserved character must be percent-encoded ('#' as %%23, '@' as %%40, ':' as %%3A, '/' as %%2F, '?' as %%3F, '%%' as %%25); %s%w", masked, advice, badAddress)
 	}
-	return fmt.Errorf("the broker address %s is malformed (%s); %s", masked, redact.Text(cause.Error(), address), advice)
+	return fmt.Errorf("the broker address %s is malformed (%s); %s%w", masked, redact.Text(cause.Error(), address), advice, badAddress)
 }

@@ -25,7 +25,7 @@ const maxDuration = time.Duration(math.MaxInt64)
 func constant(r float64) func() float64 { return func() float64 { return r } }
 
 // The rule: a wait goes to the broker when threshold > 0, delay > 0 and
-// delay >= threshold. The digest names a 30-row threshold table in the
+// delay >= threshold. The AceMQ family's contract names a 30-row threshold table in the
 // contract fixtures without listing its rows; these 30 rows are derived from
 // the rule, around every boundary it has.
 func (f *DelayFixture) TestThresholdTable() {

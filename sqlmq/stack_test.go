@@ -14,7 +14,7 @@ import (
 	"github.com/warrenmq/messaging/serialization"
 )
 
-// The core seed's composition: serialization over the outbox, transactional
+// The composition smarty/messaging v4 documents: serialization over the outbox, transactional
 // over serialization. The handler's row and its event commit together.
 func TestStackFixture(t *testing.T) {
 	gunit.Run(new(StackFixture), t)

@@ -42,7 +42,7 @@ func TestBrokerTheRetryRungsAreDeclaredWhenTheConsumerStarts(t *testing.T) {
 		t.Fatalf("Started: %v", err)
 	}
 
-	// A passive declare finds it; declaring it with exactly the digest's
+	// A passive declare finds it; declaring it with exactly the AceMQ family's
 	// arguments succeeds only if the broker holds exactly these.
 	if _, err := tool.ch.QueueDeclarePassive(rungs[0].Name, true, false, false, false, nil); err != nil {
 		t.Fatalf("the rung %s was not declared when the consumer started: %v", rungs[0].Name, err)
@@ -52,7 +52,7 @@ func TestBrokerTheRetryRungsAreDeclaredWhenTheConsumerStarts(t *testing.T) {
 		"x-dead-letter-exchange":    "acemq.retry",
 		"x-dead-letter-routing-key": queue,
 	}); err != nil {
-		t.Fatalf("the rung %s does not have the digest's arguments: %v", rungs[0].Name, err)
+		t.Fatalf("the rung %s does not have the AceMQ family's arguments: %v", rungs[0].Name, err)
 	}
 	listed := testenv.Rabbitmqctl(t, "list_bindings", "source_name", "destination_name", "routing_key")
 	if !strings.Contains(listed, "acemq.retry\t"+queue+"\t"+queue) {

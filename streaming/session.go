@@ -197,7 +197,10 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 		}
 		handled, ok := s.handleBatch(ctx, handler, batch)
 		if !ok {
-			s.acknowledge(pending) // handled before the panic: do not make the broker redeliver them
+			// Handled before the panic, and what the panicking batch's
+			// settlement had settled for good: do not make the broker
+			// redeliver them.
+			s.acknowledge(append(pending, handled...))
 			s.fail()
 			return
 		}
@@ -306,7 +309,8 @@ func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
 
 // handleBatch hands a batch to the handler and returns the deliveries to
 // acknowledge. It reports false when the handler panicked (logged here; the
-// caller ends the session without acknowledging), unless what failed was the
+// caller ends the session, acknowledging only what the batch's settlement
+// had settled for good before it ended), unless what failed was the
 // settlement of some deliveries and each of those could be returned to its
 // queue alone: then the others are acknowledged and the session goes on.
 func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) ([]*messaging.Delivery, bool) {
@@ -337,17 +341,18 @@ func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, ba
 		s.health.batchConcluded()
 		return rest, true
 	}
+	settled := settledOf(batch, value)
 	if err, isError := value.(error); isError && messaging.IsOutage(err) && s.soft.Err() == nil {
 		s.health.outagePanic(err)
-		s.logger.Warn(fmt.Sprintf("Handler on stream [%s] failed with an outage [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, err, len(batch)),
-			slog.String("stream", queue), slog.Int("count", len(batch)), slog.Any("error", err))
-		return nil, false
+		s.logger.Warn(fmt.Sprintf("Handler on stream [%s] failed with an outage [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, err, len(batch)-len(settled)),
+			slog.String("stream", queue), slog.Int("count", len(batch)-len(settled)), slog.Any("error", err))
+		return settled, false
 	}
 	s.health.batchConcluded()
-	s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)),
-		slog.String("stream", queue), slog.Int("count", len(batch)),
+	s.logger.Error(fmt.Sprintf("Handler on stream [%s] panicked [%v]; [%d] delivery(ies) were not acknowledged and the broker will redeliver them after the subscription reconnects.", queue, value, len(batch)-len(settled)),
+		slog.String("stream", queue), slog.Int("count", len(batch)-len(settled)),
 		slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
-	return nil, false
+	return settled, false
 }
 
 // requeueUnsettled handles a batch whose settlement failed for some of its
@@ -409,6 +414,29 @@ func (s *session) acknowledge(handled []*messaging.Delivery) bool {
 	}
 	s.acked.Store(true)
 	return true
+}
+
+// settledOf is what of a batch that ended early its settlement had already
+// settled for good (value wraps a *deadletter.PartlySettledError): set aside
+// with a confirmed copy, or completed alone. Those are acknowledged:
+// redelivered, they would be set aside or handled a second time. The rest
+// stay unacknowledged.
+func settledOf(batch []*messaging.Delivery, value any) []*messaging.Delivery {
+	err, isError := value.(error)
+	var partly *deadletter.PartlySettledError
+	if !isError || !errors.As(err, &partly) {
+		return nil
+	}
+	settled := make([]*messaging.Delivery, 0, len(partly.Settled))
+	for _, delivery := range batch {
+		for _, d := range partly.Settled {
+			if d.DeliveryID == delivery.DeliveryID && d.MessageID == delivery.MessageID {
+				settled = append(settled, delivery)
+				break
+			}
+		}
+	}
+	return settled
 }
 
 // handle calls the handler and recovers a panic, with its stack.

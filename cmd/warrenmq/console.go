@@ -60,7 +60,7 @@ type consoleFlags struct {
 	queues, streams, services, tables                                    repeated
 }
 
-func parseConsoleFlags(args []string, stderr io.Writer) (consoleFlags, error) {
+func parseConsoleFlags(args []string, stdout, stderr io.Writer) (consoleFlags, error) {
 	var f consoleFlags
 	set := flag.NewFlagSet("warrenmq console", flag.ContinueOnError)
 	set.SetOutput(stderr)
@@ -80,9 +80,8 @@ func parseConsoleFlags(args []string, stderr io.Writer) (consoleFlags, error) {
 	set.StringVar(&f.dsn, "dsn", os.Getenv("WARRENMQ_DSN"), "the outbox's database (no outbox page without it)")
 	set.Var(&f.tables, "table", "an outbox table in -dsn (repeatable; default Messages)")
 	set.StringVar(&f.checkpoints, "checkpoints", "", "a table of -dsn holding the streams' checkpoints (columns name, next_offset)")
-	set.Usage = func() { fmt.Fprintln(stderr, consoleUsage) }
-	if err := set.Parse(args); err != nil {
-		return f, fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(set, args, consoleUsage, stdout, stderr); err != nil {
+		return f, err
 	}
 	f.queues = append(f.queues, set.Args()...)
 	return f, nil
@@ -136,7 +135,7 @@ func onlyLoopbackHosts(next http.Handler) http.Handler {
 }
 
 func runConsole(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseConsoleFlags(args, stderr)
+	f, err := parseConsoleFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -1,39 +1,49 @@
 // Command warrenmq is the operator's tool for a service built on this library:
-// it lists what the outbox still owes the broker (oldest rows first, with their
-// failed attempts and last error), reads and releases the retired rows, and
-// runs the broker health probe once; it prints the topology a subscription
-// set declares and checks it against a live broker.
+// it lists how many messages wait in each subscription's dead-letter, parking
+// and retry queues and moves them back (replay); it lists what the outbox
+// still owes the broker (oldest rows first, with their failed attempts and
+// last error), reads and releases the retired rows, and prints the outbox
+// table's DDL for migration tools; it runs the broker health probe once,
+// prints the topology a subscription set declares and checks it against a
+// live broker, tails stream queues, and serves the operator console.
 //
-//	warrenmq outbox pending  [-limit 20] [-driver mysql] [-dsn DSN] [-table Messages]
-//	warrenmq outbox retired  [-limit 50] ...
-//	warrenmq outbox release  ID [ID ...] ...
-//	warrenmq status          [-amqp URL] [-timeout 10s]
-//	warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
-//	warrenmq topology check  [-amqp URL] [plan flags] QUEUE[=...] ...
-//	warrenmq replay          [-amqp URL] [filters] [-limit N] [-dry-run] [-json] QUEUE
-//	warrenmq schedule topology [-check] [-amqp URL] [-json]
 //	warrenmq queues          [-amqp URL] [-policy P] [-schedule] [-json] QUEUE ...
+//	warrenmq replay          [-amqp URL] [filters] [-limit N] [-dry-run] [-each] [-json] QUEUE
+//	warrenmq outbox pending  [-limit 20] [-driver mysql] [-dsn DSN] [-table Messages] [-json]
+//	warrenmq outbox retired  [-limit 50] [outbox flags] [-json]
+//	warrenmq outbox release  [outbox flags] [-all] [-json] [ID ...]
+//	warrenmq outbox schema   [-dialect mysql|postgres|sqlite] [-table Messages]
+//	warrenmq status          [-amqp URL] [-timeout 10s] [-json]
+//	warrenmq topology plan   [-replication] [-dead-letters=true] [-json] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
+//	warrenmq topology check  [-amqp URL] [plan flags] QUEUE[=...] ...
+//	warrenmq schedule topology [-check] [-amqp URL] [-json]
+//	warrenmq stream tail     [-amqp URL] [-from next] [-limit N] [-for D] [-json] STREAM
 //	warrenmq console         [-listen 127.0.0.1:7070] [-actions] [-queue Q]... (a web page)
+//	warrenmq help [VERB]     (or VERB -h: the verb's usage and flags, on stdout)
+//
+// Long operations (replay, outbox release) report their progress on stderr:
+// a bar on a terminal, a line every few seconds otherwise, then their totals.
 //
 // Nothing it prints carries a password: every line, on stdout and stderr,
 // errors included, passes through internal/redact with every address the
 // command was given (flags and environment).
 //
-// Exit status: 0 on success, 1 when the operation failed, 2 on bad usage, 3
-// when queues finds messages waiting in a dead-letter or parking queue.
+// Exit status: 0 on success (help included), 1 when the operation failed, 2
+// on bad usage, 3 when queues finds messages waiting in a dead-letter or
+// parking queue, 4 when something named does not exist (a queue, a stream, an
+// outbox row). doc/operations.md has the runbook and every -json field.
 package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"os/signal"
 	"strings"
-	"text/tabwriter"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -45,43 +55,121 @@ import (
 	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/rabbitmq"
 	"github.com/warrenmq/messaging/sqldialect"
-	"github.com/warrenmq/messaging/sqlmq"
 	"github.com/warrenmq/messaging/status"
 )
 
-// errUsage marks a mistake in how the command was called (exit status 2).
-var errUsage = errors.New("usage")
+// The exit statuses, as the usage text and doc/operations.md document them.
+const (
+	exitFailed    = 1
+	exitUsage     = 2
+	exitAttention = 3
+	exitNotFound  = 4
+)
+
+var (
+	// errUsage marks a mistake in how the command was called (exit status 2).
+	errUsage = errors.New("usage")
+	// errNotFound marks a command that named something that does not exist:
+	// a queue, a stream, an outbox row (exit status 4).
+	errNotFound = errors.New("not found")
+	// errHelp is what a verb returns once it printed its usage because it
+	// was asked to (-h, -help, warrenmq help VERB): run returns nil.
+	errHelp = errors.New("help printed")
+)
 
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	// An interrupt ends the context: a replay stops between messages (what
+	// it holds goes back) and prints its totals; a tail prints what it read.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
 	// run's error is redacted already; printing it cannot leak.
-	switch {
-	case err == nil:
-	case errors.Is(err, errUsage):
+	code := exitCode(err)
+	switch code {
+	case 0:
+	case exitUsage:
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	case errors.Is(err, errAttention):
-		fmt.Fprintln(os.Stderr, "warrenmq:", err)
-		os.Exit(3)
 	default:
 		fmt.Fprintln(os.Stderr, "warrenmq:", err)
-		os.Exit(1)
 	}
+	os.Exit(code)
+}
+
+// exitCode is the exit status for run's error: a usage mistake before a
+// missing name, a missing name before messages found waiting.
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		return exitUsage
+	case errors.Is(err, errNotFound):
+		return exitNotFound
+	case errors.Is(err, errAttention):
+		return exitAttention
+	}
+	return exitFailed
 }
 
 const usage = `usage:
-  warrenmq outbox pending  [-limit 20] [-driver mysql|pgx|sqlite] [-dsn DSN] [-table Messages]
-  warrenmq outbox retired  [-limit 50] [outbox flags]
-  warrenmq outbox release  [outbox flags] ID [ID ...]
-  warrenmq status          [-amqp URL] [-timeout 10s]
-  warrenmq topology plan   [-replication] [-dead-letters=true] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
-  warrenmq topology check  [-amqp URL] [-timeout 10s] [plan flags] QUEUE[=...] ...
-  warrenmq replay          [-amqp URL] [-exchange X] [-key K] [-type T] [-error TEXT] [-header N=V]
-                           [-limit N] [-deadline D] [-keep-attempts] [-dry-run] [-json] QUEUE
-  warrenmq schedule topology [-check] [-amqp URL] [-timeout 10s] [-json]
   warrenmq queues          [-amqp URL] [-policy exponential:6:10s:5m] [-schedule] [-json] QUEUE ...
-  warrenmq stream tail     [-amqp URL] [-from next|first|last|OFFSET|TIME|AGO] [-limit N] [-for D] STREAM
-  warrenmq console         [-listen 127.0.0.1:7070] [-token T] [-actions] [-amqp URL] [-queue Q]... [-dsn DSN] ...`
+  warrenmq replay          [-amqp URL] [-exchange X] [-key K] [-type T] [-error TEXT] [-header N=V]
+                           [-limit N] [-deadline D] [-keep-attempts] [-dry-run] [-each] [-json] QUEUE
+  warrenmq outbox pending  [-limit 20] [-driver mysql|pgx|sqlite] [-dsn DSN] [-table Messages] [-json]
+  warrenmq outbox retired  [-limit 50] [outbox flags] [-json]
+  warrenmq outbox release  [outbox flags] [-all] [-json] [ID ...]
+  warrenmq outbox schema   [-dialect mysql|postgres|sqlite] [-table Messages]
+  warrenmq status          [-amqp URL] [-timeout 10s] [-json]
+  warrenmq topology plan   [-replication] [-dead-letters=true] [-json] QUEUE[=EXCHANGE[:KIND:KEY],...] ...
+  warrenmq topology check  [-amqp URL] [-timeout 10s] [plan flags] QUEUE[=...] ...
+  warrenmq schedule topology [-check] [-amqp URL] [-timeout 10s] [-json]
+  warrenmq stream tail     [-amqp URL] [-from next|first|last|OFFSET|TIME|AGO] [-limit N] [-for D] [-json] STREAM
+  warrenmq console         [-listen 127.0.0.1:7070] [-token T] [-actions] [-amqp URL] [-queue Q]... [-dsn DSN] ...
+  warrenmq help [VERB]     the verb's usage and flags (also VERB -h)
+
+Every verb that reaches the broker takes -amqp URL (or WARRENMQ_AMQP), every
+outbox verb -dsn DSN (or WARRENMQ_DSN); nothing printed carries a password.
+replay and outbox release show their progress on stderr (-progress).
+
+Exit status: 0 success; 1 the operation failed; 2 bad usage; 3 messages wait
+in a dead-letter or parking queue (queues); 4 something named does not exist
+(a queue, a stream, an outbox row).`
+
+// parseFlags parses args into set. Asked for help (-h, -help), it prints the
+// verb's usage and flags to stdout and returns errHelp (exit status 0); on a
+// bad flag it prints them to stderr and returns a usage error (exit status 2).
+func parseFlags(set *flag.FlagSet, args []string, verbUsage string, stdout, stderr io.Writer) error {
+	set.SetOutput(io.Discard)
+	set.Usage = func() {}
+	err := set.Parse(args)
+	switch {
+	case err == nil:
+		set.SetOutput(stderr)
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(set, verbUsage, stdout)
+		return errHelp
+	}
+	printUsage(set, verbUsage, stderr)
+	return fmt.Errorf("%w: %v", errUsage, err)
+}
+
+// printUsage writes a verb's usage text and its flags with their defaults.
+func printUsage(set *flag.FlagSet, verbUsage string, w io.Writer) {
+	fmt.Fprintln(w, verbUsage)
+	fmt.Fprintln(w, "\nflags:")
+	set.SetOutput(w)
+	set.PrintDefaults()
+}
+
+// isHelp reports whether an argument asks for usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
 
 // addressVariables are the environment variables that may hold an address
 // with a password.
@@ -97,10 +185,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		secrets = append(secrets, os.Getenv(name))
 	}
 	stdout, stderr = redacting{stdout, secrets}, redacting{stderr, secrets}
-	if err := dispatch(ctx, args, stdout, stderr); err != nil {
-		return redact.WithText(err, mask(err.Error(), secrets))
+	err := dispatch(ctx, args, stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return nil
 	}
-	return nil
+	return redact.WithText(err, mask(err.Error(), secrets))
 }
 
 // mask is redact.Text, and then also masks the pieces of each password that a
@@ -146,7 +236,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "outbox":
 		if len(args) < 2 {
-			return fmt.Errorf("%w: outbox needs pending, retired or release\n%s", errUsage, usage)
+			return fmt.Errorf("%w: outbox needs pending, retired, release or schema\n%s", errUsage, outboxUsage)
 		}
 		return runOutbox(ctx, args[1], args[2:], stdout, stderr)
 	case "status":
@@ -166,146 +256,18 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runStream(ctx, args[1:], stdout, stderr)
 	case "console":
 		return runConsole(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	case "help":
+		if len(args) > 1 && !isHelp(args[1]) {
+			// warrenmq help outbox release is warrenmq outbox release -h.
+			return dispatch(ctx, append(append([]string(nil), args[1:]...), "-h"), stdout, stderr)
+		}
 		fmt.Fprintln(stdout, usage)
-		return nil
+		return errHelp
+	case "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usage)
+		return errHelp
 	}
 	return fmt.Errorf("%w: unknown command %q\n%s", errUsage, args[0], usage)
-}
-
-type outboxFlags struct {
-	driver, dsn, table string
-	limit              int
-}
-
-func runOutbox(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
-	var f outboxFlags
-	set := flag.NewFlagSet("warrenmq outbox "+verb, flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.StringVar(&f.driver, "driver", envOr("WARRENMQ_DRIVER", "mysql"), "database/sql driver: mysql, pgx or sqlite")
-	set.StringVar(&f.dsn, "dsn", envOr("WARRENMQ_DSN", "root@tcp(127.0.0.1:3306)/test?parseTime=true"), "data source name")
-	set.StringVar(&f.table, "table", envOr("WARRENMQ_TABLE", "Messages"), "outbox table")
-	limit := 50
-	if verb == "pending" {
-		limit = 20
-	}
-	set.IntVar(&f.limit, "limit", limit, "most rows to list")
-	if err := set.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	dialect, err := dialectFor(f.driver)
-	if err != nil {
-		return err
-	}
-	db, err := sql.Open(f.driver, f.dsn)
-	if err != nil {
-		return fmt.Errorf("open the %s database at %s: %w", f.driver, redact.Address(f.dsn), err)
-	}
-	defer db.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := db.PingContext(ctx); err != nil {
-		return fmt.Errorf("cannot reach the %s database at %s: %w (check -dsn; `make services` starts the local ones)", f.driver, redact.Address(f.dsn), err)
-	}
-	admin := sqlmq.NewAdmin(db, sqlmq.Options.Dialect(dialect), sqlmq.Options.Table(f.table))
-
-	switch verb {
-	case "pending":
-		return pending(ctx, admin, f, stdout)
-	case "retired":
-		rows, err := admin.Retired(ctx, f.limit)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			fmt.Fprintf(stdout, "no retired messages in %s\n", f.table)
-			return nil
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tMESSAGE ID\tEXCHANGE\tROUTING KEY\tTYPE\tATTEMPTS\tRETIRED\tLAST ERROR")
-		for _, r := range rows {
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.MessageID, r.Topic, r.RoutingKey, r.MessageType,
-				r.Attempts, r.Retired.UTC().Format(time.RFC3339), r.LastError)
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "release with: warrenmq outbox release ID ... (fix the cause first, or they retire again)")
-		return nil
-	case "release":
-		if set.NArg() == 0 {
-			return fmt.Errorf("%w: release needs the ids of retired rows (see `warrenmq outbox retired`)", errUsage)
-		}
-		ids := make([]int64, 0, set.NArg())
-		for _, arg := range set.Args() {
-			id, err := strconv.ParseInt(arg, 10, 64)
-			if err != nil || id <= 0 {
-				return fmt.Errorf("%w: %q is not a row id", errUsage, arg)
-			}
-			ids = append(ids, id)
-		}
-		n, err := admin.Release(ctx, ids...)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "released %d of %d row(s); a running relay publishes them within its sweep interval\n", n, len(ids))
-		return nil
-	}
-	return fmt.Errorf("%w: unknown outbox command %q\n%s", errUsage, verb, usage)
-}
-
-// pending prints how many rows wait to be published and the oldest of them,
-// with their age, failed attempts and last error.
-func pending(ctx context.Context, admin *sqlmq.Admin, f outboxFlags, stdout io.Writer) error {
-	n, err := admin.Undispatched(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "%d message(s) in %s not yet confirmed by the broker\n", n, f.table)
-	if n == 0 {
-		return nil
-	}
-	rows, err := admin.Pending(ctx, f.limit)
-	if err != nil {
-		return err
-	}
-	now := time.Now()
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tAGE\tATTEMPTS\tMESSAGE ID\tEXCHANGE\tROUTING KEY\tTYPE\tNEXT TRY\tLAST ERROR")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, age(now.Sub(r.Created)), r.Attempts, cell(r.MessageID, 40),
-			cell(r.Topic, 30), cell(r.RoutingKey, 30), cell(r.MessageType, 30), nextTry(now, r), cell(r.LastError, 120))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if int64(len(rows)) < n {
-		fmt.Fprintf(stdout, "(the oldest %d of %d; -limit shows more)\n", len(rows), n)
-	}
-	return nil
-}
-
-// age is d rounded for reading: 850ms, 42s, 3m10s, 5h2m.
-func age(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	case d < time.Hour:
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Minute).String()
-}
-
-// nextTry says when a row set aside after a failure is tried again, or who
-// holds it.
-func nextTry(now time.Time, r sqlmq.PendingMessage) string {
-	switch {
-	case r.LeaseOwner != "":
-		return "held by " + cell(r.LeaseOwner, 40)
-	case r.LeaseUntil.IsZero() || !r.LeaseUntil.After(now):
-		return "due"
-	}
-	return "in " + age(r.LeaseUntil.Sub(now))
 }
 
 // cell keeps a value on one line of a table and within width bytes.
@@ -324,25 +286,47 @@ func cell(s string, width int) string {
 	return s[:cut] + "…"
 }
 
-func dialectFor(driver string) (sqldialect.Dialect, error) {
-	switch driver {
-	case "mysql":
+// dialectFor is the SQL dialect a -driver names.
+func dialectFor(driver string) (sqldialect.Dialect, error) { return dialectNamed("-driver", driver) }
+
+// dialectNamed is the SQL dialect the flag flagName names.
+func dialectNamed(flagName, name string) (sqldialect.Dialect, error) {
+	switch name {
+	case "mysql", "mariadb":
 		return sqldialect.MySQL, nil
 	case "pgx", "postgres", "postgresql":
 		return sqldialect.PostgreSQL, nil
 	case "sqlite":
 		return sqldialect.SQLite, nil
 	}
-	return sqldialect.Dialect{}, fmt.Errorf("%w: unknown -driver %q; use mysql, pgx or sqlite", errUsage, driver)
+	return sqldialect.Dialect{}, fmt.Errorf("%w: unknown %s %q; use mysql, pgx (postgres) or sqlite", errUsage, flagName, name)
+}
+
+const statusUsage = `usage:
+  warrenmq status [-amqp URL] [-timeout 10s] [-json]
+
+Runs the broker health probe once: connects, publishes a probe message and
+waits for its confirm. Exit status: 0 when the broker confirmed it; 1 when it
+did not (the error says why); 2 on bad usage.`
+
+// statusJSON is what status -json prints.
+type statusJSON struct {
+	OK      bool    `json:"ok"`
+	Address string  `json:"address"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	set := flag.NewFlagSet("warrenmq status", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	address := set.String("amqp", envOr("WARRENMQ_AMQP", "amqp://guest:guest@127.0.0.1:5672/"), "RabbitMQ address")
+	address := set.String("amqp", envOr("WARRENMQ_AMQP", defaultAddress), "RabbitMQ address")
 	timeout := set.Duration("timeout", 10*time.Second, "how long the probe may take")
-	if err := set.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	asJSON := set.Bool("json", false, "print a JSON document")
+	if err := parseFlags(set, args, statusUsage, stdout, stderr); err != nil {
+		return err
+	}
+	if set.NArg() != 0 {
+		return fmt.Errorf("%w: status takes no arguments\n%s", errUsage, statusUsage)
 	}
 	if _, err := amqp.ParseURI(*address); err != nil { // its text may quote a piece of the password
 		return fmt.Errorf("the -amqp address %s is malformed; write it as amqp://user:password@host:5672/vhost, with reserved characters in the user or password ('#', '@', ':', '/', '?', '%%') percent-encoded", redact.Address(*address))
@@ -354,10 +338,23 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	started := time.Now()
-	if err := checker.Probe(ctx); err != nil { // no tolerance window: the answer now
-		return fmt.Errorf("broker probe of %s failed: %w", redact.Address(*address), err)
+	probeErr := checker.Probe(ctx) // no tolerance window: the answer now
+	took := time.Since(started)
+	if *asJSON {
+		report := statusJSON{OK: probeErr == nil, Address: redact.Address(*address), Seconds: took.Seconds()}
+		if probeErr != nil {
+			report.Error = probeErr.Error()
+		}
+		if err := writeJSON(stdout, report); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "broker ok at %s: probe confirmed in %s\n", redact.Address(*address), time.Since(started).Round(time.Microsecond))
+	if probeErr != nil {
+		return fmt.Errorf("broker probe of %s failed: %w", redact.Address(*address), probeErr)
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "broker ok at %s: probe confirmed in %s\n", redact.Address(*address), took.Round(time.Microsecond))
+	}
 	return nil
 }
 

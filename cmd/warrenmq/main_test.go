@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -90,6 +91,14 @@ func TestStatusAgainstTheLocalBroker(t *testing.T) {
 	err := run(context.Background(), []string{"status", "-amqp", "amqp://guest:wrong@127.0.0.1:5672/"}, out, out)
 	if err == nil || !strings.Contains(err.Error(), "credentials") {
 		t.Fatalf("wrong credentials: want a credentials error, got %v", err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"status", "-json", "-amqp", url}, out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var report statusJSON
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil || !report.OK || report.Seconds <= 0 || !strings.Contains(report.Address, "xxxxx") {
+		t.Fatalf("%v: %s", err, out)
 	}
 }
 

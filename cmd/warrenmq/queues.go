@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/redact"
 	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/patterns/schedule"
 	"github.com/warrenmq/messaging/retrypolicy"
@@ -26,13 +27,16 @@ const queuesUsage = `usage:
   warrenmq queues [-amqp URL] [-timeout 10s] [-policy exponential:6:10s:5m] [-broker-wait 30s]
                   [-schedule] [-json] QUEUE ...
 
-Lists how many messages wait in each subscription queue's {queue}.dlq and
+Lists how many messages wait in each subscription queue, its {queue}.dlq and
 {queue}.parked, in the retry rungs its policy needs ({queue}.retry.{d}, with
 -policy fixed:N:DELAY or exponential:N:INITIAL:MAX), and with -schedule in the
 scheduler's rungs and acemq.schedule.due. A QUEUE may be written as in
-topology plan (QUEUE=BINDING,...); only its name is used.
+topology plan (QUEUE=BINDING,...); only its name is used. A set-aside queue
+or rung nobody declared yet is listed as missing; a subscription queue that
+does not exist is a name to check.
 Exit status: 0 when every dead-letter and parking queue is empty; 3 when one
-holds messages; 1 when a queue could not be inspected; 2 on bad usage.`
+holds messages; 4 when a QUEUE named does not exist (checked first); 1 when a
+queue could not be inspected; 2 on bad usage.`
 
 // queueDepth is one line of the listing.
 type queueDepth struct {
@@ -45,16 +49,14 @@ type queueDepth struct {
 
 func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	set := flag.NewFlagSet("warrenmq queues", flag.ContinueOnError)
-	set.SetOutput(stderr)
 	address := set.String("amqp", envOr("WARRENMQ_AMQP", defaultAddress), "RabbitMQ address")
 	timeout := set.Duration("timeout", 10*time.Second, "how long the inspection may take")
 	policyText := set.String("policy", "", "the subscriptions' retry policy, to list its rungs: fixed:N:DELAY or exponential:N:INITIAL:MAX")
 	brokerWait := set.Duration("broker-wait", retrypolicy.DefaultBrokerWaitThreshold, "the policy's broker-wait threshold")
 	withSchedule := set.Bool("schedule", false, "also list the scheduler's rungs and acemq.schedule.due")
-	asJSON := set.Bool("json", false, "print JSON")
-	set.Usage = func() { fmt.Fprintln(stderr, queuesUsage) }
-	if err := set.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	asJSON := set.Bool("json", false, "print one JSON document")
+	if err := parseFlags(set, args, queuesUsage, stdout, stderr); err != nil {
+		return err
 	}
 	if set.NArg() == 0 && !*withSchedule {
 		return fmt.Errorf("%w: name at least one subscription queue (or -schedule)\n%s", errUsage, queuesUsage)
@@ -79,8 +81,13 @@ func runQueues(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := printDepths(stdout, wanted, waiting, *asJSON); err != nil {
+	missing := missingSubscriptions(wanted)
+	if err := printDepths(stdout, wanted, waiting, missing, *asJSON); err != nil {
 		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: no queue %s on the broker at %s; check the name (a subscription's queue, as its StreamConfig names it: `rabbitmqctl list_queues name` lists them)",
+			errNotFound, strings.Join(missing, ", "), redact.Address(*address))
 	}
 	if waiting > 0 {
 		return fmt.Errorf("%w: %d message(s) wait in dead-letter or parking queues; look at them with `warrenmq replay -dry-run QUEUE.dlq`", errAttention, waiting)
@@ -98,7 +105,8 @@ func wantedQueues(specs []string, policy retrypolicy.Policy, schedules bool) ([]
 		if queue == "" {
 			return nil, fmt.Errorf("%w: %q names no queue", errUsage, spec)
 		}
-		wanted = append(wanted, queueDepth{Queue: wire.DeadLetterQueue(queue), Role: "dead-letter"}, queueDepth{Queue: wire.ParkedQueue(queue), Role: "parked"})
+		wanted = append(wanted, queueDepth{Queue: queue, Role: roleSubscription},
+			queueDepth{Queue: wire.DeadLetterQueue(queue), Role: "dead-letter"}, queueDepth{Queue: wire.ParkedQueue(queue), Role: "parked"})
 		for _, rung := range policy.Rungs(queue) {
 			wanted = append(wanted, queueDepth{Queue: rung.Name, Role: "retry rung " + retrypolicy.DelayName(rung.TTL)})
 		}
@@ -132,10 +140,24 @@ func inspectDepths(ctx context.Context, declarer messaging.Declarer, wanted []qu
 	return waiting, nil
 }
 
+// roleSubscription is the role of a queue named on the command line.
+const roleSubscription = "subscription"
+
+// missingSubscriptions are the subscription queues named that do not exist.
+func missingSubscriptions(wanted []queueDepth) []string {
+	missing := []string{}
+	for _, q := range wanted {
+		if q.Role == roleSubscription && q.Missing {
+			missing = append(missing, q.Queue)
+		}
+	}
+	return missing
+}
+
 // printDepths writes the listing as a table, or as JSON.
-func printDepths(stdout io.Writer, wanted []queueDepth, waiting int, asJSON bool) error {
+func printDepths(stdout io.Writer, wanted []queueDepth, waiting int, missing []string, asJSON bool) error {
 	if asJSON {
-		return writeJSON(stdout, map[string]any{"queues": wanted, "set_aside": waiting})
+		return writeJSON(stdout, map[string]any{"queues": wanted, "set_aside": waiting, "not_found": missing})
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "QUEUE\tROLE\tMESSAGES\tCONSUMERS")

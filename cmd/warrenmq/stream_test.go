@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,5 +56,24 @@ func TestStreamTailAgainstTheLocalBroker(t *testing.T) {
 	}
 	if err := run(ctx, []string{"stream", "tail", "-from", "yesterday", name}, out, out); !errors.Is(err, errUsage) {
 		t.Fatalf("a bad -from must be a usage error: %v", err)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"stream", "tail", "-amqp", address, "-from", "first", "-limit", "2", "-json", name}, out, &bytes.Buffer{}); err != nil {
+		t.Fatalf("tail -json: %v\n%s", err, out)
+	}
+	var doc struct {
+		Stream   string          `json:"stream"`
+		Messages []tailedMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.Stream != name || len(doc.Messages) != 2 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if m := doc.Messages[1]; m.Offset == nil || *m.Offset != 1 || m.ID != "m1" || m.Type != "OrderShipped" || m.Body == nil || *m.Body != `{"n":1}` || m.Size != 7 {
+		t.Fatalf("the second message: %s", out)
+	}
+	err = run(ctx, []string{"stream", "tail", "-amqp", address, "-for", "10s", name + "-typo"}, out, &bytes.Buffer{})
+	if exitCode(err) != exitNotFound || !strings.Contains(err.Error(), "check the name") {
+		t.Fatalf("a stream that does not exist: exit %d, %v", exitCode(err), err)
 	}
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +37,17 @@ func TestTopologyPlanPrintsWhatTheSubscriptionsDeclare(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"topology", "plan", "q=x:lazy:k"}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 		t.Error("an exchange of an unknown kind was planned")
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"topology", "plan", "-json", "orders.new=orders:topic:order.*"}, out, out); err != nil {
+		t.Fatal(err)
+	}
+	var plan planJSON
+	if err := json.Unmarshal(out.Bytes(), &plan); err != nil || len(plan.Exchanges) == 0 || len(plan.Bindings) == 0 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !slices.ContainsFunc(plan.Queues, func(q messaging.Queue) bool { return q.Name == "orders.new.dlq" }) {
+		t.Fatalf("the plan lacks the dead-letter queue: %s", out)
 	}
 }
 
@@ -68,5 +81,15 @@ func TestTopologyCheckAgainstTheLocalBroker(t *testing.T) {
 	out.Reset()
 	if err := run(context.Background(), []string{"topology", "check", "-amqp", address, "-dead-letters=false", queue}, out, out); err != nil {
 		t.Fatalf("check of the classic queue as classic: %v\n%s", err, out)
+	}
+	out.Reset()
+	err = run(context.Background(), []string{"topology", "check", "-json", "-amqp", address, "-replication", "-dead-letters=false", queue}, out, &bytes.Buffer{})
+	var report struct {
+		Healthy  bool          `json:"healthy"`
+		Findings []findingJSON `json:"findings"`
+	}
+	if jsonErr := json.Unmarshal(out.Bytes(), &report); jsonErr != nil || exitCode(err) != exitFailed || report.Healthy ||
+		!slices.ContainsFunc(report.Findings, func(f findingJSON) bool { return f.State == "differs" && f.Name == queue }) {
+		t.Fatalf("check -json: %v %v\n%s", jsonErr, err, out)
 	}
 }

@@ -46,8 +46,8 @@ func (h *quickShipper) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// TestQuickStartAgainstLocalServices composes the stack exactly as the core
-// seed's quick start does (only the import paths differ) and runs it on the
+// TestQuickStartAgainstLocalServices composes the stack exactly as
+// smarty/messaging v4's quick start does (only the import paths differ) and runs it on the
 // local RabbitMQ and MariaDB: an order placed in a transaction is handled in
 // another, and its shipped event is published through the outbox.
 func TestQuickStartAgainstLocalServices(t *testing.T) {

@@ -49,7 +49,7 @@ func (h *countingShipper) Handle(ctx context.Context, messages ...any) {
 	}
 }
 
-// TestQuickStartIsSafeByDefault wires the core seed's quick start as written
+// TestQuickStartIsSafeByDefault wires smarty/messaging v4's quick start as written
 // (retry around transactional, three workers, batches of 64, no settlement
 // decorator, no flags) and feeds it 100 order-placed messages, one of them
 // not JSON and one that always fails in the handler: the 98 others are

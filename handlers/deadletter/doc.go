@@ -47,7 +47,12 @@
 // (Options.PublishTimeout, 30 s by default), so a message given up on during
 // shutdown survives. A failure that happens while the handler's context is
 // cancelled (shutdown) is not the message's fault: it is re-raised, not set
-// aside.
+// aside. When a batch ends early that way, or with an outage, after some of
+// its deliveries were settled for good (a copy set aside and confirmed, or a
+// message completed when run alone), the decorator panics with a
+// *PartlySettledError that lists them: the streaming runtime acknowledges
+// those, so none is set aside or handled a second time, and the broker
+// redelivers the rest.
 //
 // The handler takes each message's envelope from the message when it is a
 // messaging.Delivery, else from the context (messaging.DeliveriesFrom, which

@@ -118,7 +118,7 @@ func (c *call) handle(ctx context.Context, rest []messaging.Delivery, run func()
 	}
 	if panicked {
 		if ctx.Err() != nil {
-			panic(value) // the failure is the shutdown's, not the message's
+			panic(c.ending(value)) // the failure is the shutdown's, not the message's
 		}
 		switch err, isOutage := messaging.OutageOf(value); {
 		case c.failedWith(value):
@@ -127,7 +127,7 @@ func (c *call) handle(ctx context.Context, rest []messaging.Delivery, run func()
 			c.isolate(ctx, rest)
 		case isOutage:
 			c.hold(rest, err)
-			panic(value)
+			panic(c.ending(value))
 		case len(rest) == 1:
 			if !c.isSettled(rest[0]) {
 				c.giveUp(ctx, rest[0], value)
@@ -165,15 +165,18 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		}
 		tried++
 		value, panicked := c.run(ctx, []messaging.Delivery{delivery})
+		if !panicked && !c.isFailed(delivery) {
+			c.markDone(delivery) // completed alone: its work is committed
+		}
 		if !panicked || c.failedWith(value) || c.isFailed(delivery) {
 			continue // handled, or its settlement failed: left to the caller
 		}
 		if ctx.Err() != nil {
-			panic(value)
+			panic(c.ending(value))
 		}
 		if err, isOutage := messaging.OutageOf(value); isOutage {
 			c.hold(deliveries, err)
-			panic(value)
+			panic(c.ending(value))
 		}
 		failures = append(failures, failure{delivery: delivery, value: value})
 	}
@@ -185,7 +188,7 @@ func (c *call) isolate(ctx context.Context, deliveries []messaging.Delivery) {
 		err := messaging.Outage(fmt.Errorf("deadletter: all %d messages of the batch failed alone the same way (%s), so the failure is taken to be a dependency's, not theirs: none was set aside, and the broker will redeliver them; mark a failure that is each message's own with messaging.Fatal",
 			len(failures), failureText(failures[0].value)))
 		c.hold(deliveries, err)
-		panic(err)
+		panic(c.ending(err))
 	}
 	c.handler.held.forget(ids)
 	for _, f := range failures {
@@ -291,6 +294,10 @@ type call struct {
 	// inner is set when a settlement decorator inside this one handled the
 	// batch: this one then settles nothing and re-raises what it raised.
 	innerSettled bool
+	// done are the deliveries settled for good (set aside and confirmed, or
+	// completed alone): a batch that ends early still lets them be
+	// acknowledged (see PartlySettledError).
+	done []messaging.Delivery
 }
 
 func (c *call) delegate() {
@@ -319,6 +326,11 @@ func (c *call) markSettled(delivery messaging.Delivery, action, reason string) {
 		c.decisions = map[deliveryKey]messaging.Decision{}
 	}
 	c.settled[keyOf(delivery)] = true
+	if action != ActionAccepted {
+		// A copy was confirmed: the original may go. An acceptance is not
+		// for good until the batch completes (its work may yet roll back).
+		c.addDone(delivery)
+	}
 	decision := messaging.Decision{Verdict: verdictOf(action)}
 	if reason != "" {
 		decision.Reason = errors.New(reason)

@@ -136,3 +136,63 @@ func (c *call) mustNotHaveFailed() {
 	err.Err = errors.Join(errs...)
 	panic(err)
 }
+
+// PartlySettledError is what the decorator panics with when a batch ends
+// early (an outage, or the end of the handler's context) after some of its
+// deliveries were already settled for good: a copy set aside and confirmed
+// by the broker, or a message the handler completed when it was run alone.
+// Those may be acknowledged, and should be: redelivered, a set-aside message
+// would be set aside a second time, and a completed one handled again. Every
+// other delivery of the batch must not be acknowledged. It wraps the cause,
+// so messaging.IsOutage and errors.Is see through it; the streaming runtime
+// acknowledges the listed deliveries and then ends the session as the cause
+// asks.
+type PartlySettledError struct {
+	// Settled are the deliveries that may be acknowledged.
+	Settled []messaging.Delivery
+	// Err is why the batch ended early.
+	Err error
+}
+
+// Error says how many deliveries were settled before the batch ended, and why it did.
+func (e *PartlySettledError) Error() string {
+	return fmt.Sprintf("deadletter: %d delivery(ies) of the batch were settled before it ended early; the others must not be acknowledged: %v", len(e.Settled), e.Err)
+}
+
+// Unwrap returns why the batch ended early.
+func (e *PartlySettledError) Unwrap() error { return e.Err }
+
+// markDone records that delivery was settled for good: acknowledging it
+// cannot lose it, whatever becomes of the rest of the batch.
+func (c *call) markDone(delivery messaging.Delivery) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addDone(delivery)
+}
+
+// addDone is markDone with c.mu held; a delivery is listed once.
+func (c *call) addDone(delivery messaging.Delivery) {
+	for _, d := range c.done {
+		if keyOf(d) == keyOf(delivery) {
+			return
+		}
+	}
+	c.done = append(c.done, delivery)
+}
+
+// ending is the value to panic with when the batch ends early with value:
+// value itself when nothing was settled for good, else a
+// *PartlySettledError that lists what was.
+func (c *call) ending(value any) any {
+	c.mu.Lock()
+	done := append([]messaging.Delivery(nil), c.done...)
+	c.mu.Unlock()
+	if len(done) == 0 {
+		return value
+	}
+	err, ok := value.(error)
+	if !ok {
+		err = fmt.Errorf("%v", value)
+	}
+	return &PartlySettledError{Settled: done, Err: err}
+}

@@ -104,3 +104,76 @@ func (f *HandlerFixture) TestAnOuterDecoratorReportsTheInnerOnesFailuresWithItsO
 
 	f.So(ids(unsettled.Deliveries), should.Equal, []string{"bad", "a"})
 }
+
+// partlyOf runs f and returns the *PartlySettledError it panicked with.
+func (f *HandlerFixture) partlyOf(run func()) *PartlySettledError {
+	value := recovered(run)
+	err, _ := value.(error)
+	var partly *PartlySettledError
+	f.So(errors.As(err, &partly), should.BeTrue)
+	return partly
+}
+
+func (f *HandlerFixture) TestAnOutageMidIsolationListsTheMessagesAlreadySetAsideAndCompleted() {
+	f.inner.action = func(ctx context.Context, messages []any) {
+		switch {
+		case len(messages) > 1:
+			panic(errors.New("poison somewhere"))
+		case messages[0] == any("bb"):
+			if err := messaging.Reject(ctx, messaging.DeliveriesFrom(ctx)[0], errors.New("refused")); err != nil {
+				panic(err)
+			}
+		case messages[0] == any("ddd"):
+			panic(messaging.Outage(errors.New("the database went away")))
+		}
+	}
+	partly := f.partlyOf(func() {
+		f.handler().Handle(messaging.WithDeliveries(context.Background(), []messaging.Delivery{delivery("a"), delivery("bb"), delivery("ddd"), delivery("eeee")}), "a", "bb", "ddd", "eeee")
+	})
+
+	f.So(ids(partly.Settled), should.Equal, []string{"a", "bb"}) // "a" completed alone, "bb" dead-lettered
+	f.So(messaging.IsOutage(partly), should.BeTrue)
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq bb: the handler rejected it: refused"})
+	f.So(f.inner.calls, should.Equal, [][]any{{"a", "bb", "ddd", "eeee"}, {"a"}, {"bb"}, {"ddd"}}) // never "eeee" alone
+}
+
+func (f *HandlerFixture) TestAShutdownAfterARejectListsTheRejectedMessage() {
+	ctx, cancel := context.WithCancel(context.Background())
+	f.inner.action = func(ctx context.Context, messages []any) {
+		if err := messaging.Reject(ctx, messaging.DeliveriesFrom(ctx)[0], errors.New("refused")); err != nil {
+			panic(err)
+		}
+		cancel() // the service stops while the batch runs
+		panic(errors.New("interrupted"))
+	}
+	partly := f.partlyOf(func() {
+		f.handler().Handle(messaging.WithDeliveries(ctx, []messaging.Delivery{delivery("a"), delivery("bb"), delivery("ccc")}), "a", "bb", "ccc")
+	})
+
+	f.So(ids(partly.Settled), should.Equal, []string{"a"})
+	f.So(partly.Err, should.BeError, "interrupted")
+	f.So(f.connector.targets(), should.Equal, []string{"q.dlq a: the handler rejected it: refused"})
+}
+
+func (f *HandlerFixture) TestAnOutageBeforeAnythingIsSettledPanicsWithTheOutageItself() {
+	outage := messaging.Outage(errors.New("the database went away"))
+	f.inner.action = func(context.Context, []any) { panic(outage) }
+	value := recovered(func() {
+		f.handler().Handle(messaging.WithDeliveries(context.Background(), []messaging.Delivery{delivery("a"), delivery("bb")}), "a", "bb")
+	})
+	f.So(value, should.Equal, outage)
+}
+
+func (f *HandlerFixture) TestAnAcceptanceIsNotForGoodWhileTheBatchMayRollBack() {
+	f.inner.action = func(ctx context.Context, messages []any) {
+		_ = messaging.Accept(ctx, messaging.DeliveriesFrom(ctx)[0])
+		panic(messaging.Outage(errors.New("the commit failed")))
+	}
+	value := recovered(func() {
+		f.handler().Handle(messaging.WithDeliveries(context.Background(), []messaging.Delivery{delivery("a"), delivery("bb")}), "a", "bb")
+	})
+	err, _ := value.(error)
+	var partly *PartlySettledError
+	f.So(errors.As(err, &partly), should.BeFalse)
+	f.So(messaging.IsOutage(err), should.BeTrue)
+}

@@ -39,7 +39,9 @@ type config struct {
 	logStack  bool
 	logger    *slog.Logger
 	monitor   Monitor
-	random    func() float64
+	// attemptedOn is monitor when it hears streams, or nil.
+	attemptedOn StreamMonitor
+	random      func() float64
 }
 
 func newConfig(opts []Option) config {
@@ -65,7 +67,17 @@ func newConfig(opts []Option) config {
 	if c.monitor == nil {
 		c.monitor = NopMonitor{}
 	}
+	c.attemptedOn, _ = c.monitor.(StreamMonitor)
 	return c
+}
+
+// attempted reports one attempt on stream to the monitor.
+func (c config) attempted(stream string, attempt int, result any) {
+	if c.attemptedOn != nil {
+		c.attemptedOn.HandleAttemptedOn(stream, attempt, result)
+		return
+	}
+	c.monitor.HandleAttempted(attempt, result)
 }
 
 // withShorthand is policy with its waits replaced by Backoff and MaxBackoff,
@@ -159,7 +171,8 @@ func (OptionSet) LogStackTrace(enabled bool) Option { return func(c *config) { c
 // Logger sets the logger for failed attempts. Default: slog.Default().
 func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
 
-// Monitor receives a callback for each attempt and each outage wait.
+// Monitor receives a callback for each attempt and each outage wait; one that
+// is also a StreamMonitor hears each attempt with its batch's stream.
 // Default: NopMonitor.
 func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
 

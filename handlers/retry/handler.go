@@ -65,13 +65,14 @@ func Middleware(options ...Option) messaging.Middleware {
 // Handle runs the batch until it succeeds or retrying gives up.
 func (h *handler) Handle(ctx context.Context, messages ...any) {
 	ctx = messaging.WithHopRecord(ctx) // a hop published on one run is not published again
+	stream := streamOf(ctx)
 	held := &hold{handler: h, ctx: ctx, count: len(messages)}
 	defer held.end()
 	for attempt := 1; ; {
 		failed, value, stack := h.try(ctx, messages)
 		if !failed {
 			held.end()
-			h.config.monitor.HandleAttempted(attempt, nil)
+			h.config.attempted(stream, attempt, nil)
 			return
 		}
 		if err, isOutage := messaging.OutageOf(value); isOutage {
@@ -81,20 +82,21 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 			continue
 		}
 		held.end()
-		h.config.monitor.HandleAttempted(attempt, value)
+		h.config.attempted(stream, attempt, value)
+		last := failure{stream: stream, attempt: attempt, value: value, stack: stack}
 		if isFatal(value) {
-			h.gaveUp(ctx, msgFatal, attempt, value, stack)
+			h.gaveUp(ctx, msgFatal, last)
 			panic(value)
 		}
 		if attempt >= h.config.policy.MaxAttempts() {
-			h.gaveUp(ctx, msgGivingUp, attempt, value, stack)
+			h.gaveUp(ctx, msgGivingUp, last)
 			panic(value)
 		}
 		var delay time.Duration
 		if !h.immediate(value) {
 			delay = h.config.wait(attempt)
 		}
-		h.retrying(ctx, attempt, value, stack, delay)
+		h.retrying(ctx, last, delay)
 		if err := wait.For(ctx, delay); err != nil {
 			panic(stopped(attempt, err, value))
 		}
@@ -103,6 +105,15 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		}
 		attempt++
 	}
+}
+
+// streamOf is the source queue of the batch's deliveries, or "" when the
+// context carries none.
+func streamOf(ctx context.Context) string {
+	if deliveries := messaging.DeliveriesFrom(ctx); len(deliveries) > 0 {
+		return deliveries[0].SourceQueue
+	}
+	return ""
 }
 
 // try calls the inner handler once and reports whether it panicked, with what,
@@ -131,26 +142,43 @@ const (
 	msgStack    = "Stack of a handler failure that will be retried."
 )
 
+// failure is one failed attempt: the batch's stream, the attempt's number,
+// the recovered value and, when configured, the stack it was recovered with.
+type failure struct {
+	stream  string
+	attempt int
+	value   any
+	stack   []byte
+}
+
+// attrs are the attributes every line about f carries: the attempt, of how
+// many, and what failed; the stream when the batch came from one.
+func (f failure) attrs(attempts int, extra ...slog.Attr) []slog.Attr {
+	attrs := []slog.Attr{slog.Int("attempt", f.attempt), slog.Int("attempts", attempts)}
+	attrs = append(attrs, extra...)
+	attrs = append(attrs, slog.Any("panic", f.value))
+	if f.stream != "" {
+		attrs = append(attrs, slog.String("stream", f.stream))
+	}
+	return attrs
+}
+
 // retrying logs an attempt that will be retried: WARN without the stack,
 // which goes to a DEBUG line of its own.
-func (h *handler) retrying(ctx context.Context, attempt int, value any, stack []byte, delay time.Duration) {
+func (h *handler) retrying(ctx context.Context, f failure, delay time.Duration) {
 	logger := h.config.logger
-	logger.LogAttrs(ctx, slog.LevelWarn, msgRetrying,
-		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()),
-		slog.Duration("wait", delay), slog.Any("panic", value))
-	if len(stack) > 0 && logger.Enabled(ctx, slog.LevelDebug) {
-		logger.LogAttrs(ctx, slog.LevelDebug, msgStack, slog.Int("attempt", attempt), slog.String("stack", string(stack)))
+	logger.LogAttrs(ctx, slog.LevelWarn, msgRetrying, f.attrs(h.config.policy.MaxAttempts(), slog.Duration("wait", delay))...)
+	if len(f.stack) > 0 && logger.Enabled(ctx, slog.LevelDebug) {
+		logger.LogAttrs(ctx, slog.LevelDebug, msgStack, slog.Int("attempt", f.attempt), slog.String("stack", string(f.stack)))
 	}
 }
 
 // gaveUp logs the failure that goes on to settlement: ERROR, with the stack
 // when Options.LogStackTrace is on.
-func (h *handler) gaveUp(ctx context.Context, message string, attempt int, value any, stack []byte) {
-	attrs := []slog.Attr{
-		slog.Int("attempt", attempt), slog.Int("attempts", h.config.policy.MaxAttempts()), slog.Any("panic", value),
-	}
-	if len(stack) > 0 {
-		attrs = append(attrs, slog.String("stack", string(stack)))
+func (h *handler) gaveUp(ctx context.Context, message string, f failure) {
+	attrs := f.attrs(h.config.policy.MaxAttempts())
+	if len(f.stack) > 0 {
+		attrs = append(attrs, slog.String("stack", string(f.stack)))
 	}
 	h.config.logger.LogAttrs(ctx, slog.LevelError, message, attrs...)
 }

@@ -32,6 +32,9 @@ type HandlerFixture struct {
 	cancel   context.CancelFunc
 	messages []any
 	listener *fakeListener
+	// deliveries, when set, travel beside the messages in the context, as
+	// the streaming runtime puts them there.
+	deliveries []messaging.Delivery
 	// cancelAfter, when positive, cancels the context that long after
 	// Handle began, on the bubble's synthetic clock.
 	cancelAfter time.Duration
@@ -60,6 +63,9 @@ func (f *HandlerFixture) Setup() {
 func (f *HandlerFixture) handle(extra ...Option) (recovered any) {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
 		ctx, cancel := context.WithCancel(messaging.WithOutageListener(context.Background(), f.listener))
+		if f.deliveries != nil {
+			ctx = messaging.WithDeliveries(ctx, f.deliveries)
+		}
 		defer cancel()
 		f.cancel = cancel
 		if f.cancelAfter > 0 {

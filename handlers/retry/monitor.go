@@ -31,3 +31,16 @@ func (NopMonitor) OutageStarted(error) {}
 
 // OutageEnded does nothing.
 func (NopMonitor) OutageEnded(time.Duration) {}
+
+// StreamMonitor is a Monitor that also hears which stream each attempt's batch
+// came from, so that its metrics can be labelled per stream. The decorator
+// looks for it on the Monitor it is given: one that has it hears every attempt
+// through HandleAttemptedOn and not through HandleAttempted, so an attempt is
+// reported once; a Monitor without it keeps working as it is.
+type StreamMonitor interface {
+	Monitor
+	// HandleAttemptedOn is HandleAttempted with stream: the source queue of
+	// the batch's deliveries (messaging.DeliveriesFrom; the streaming runtime
+	// puts them in the context), or "" when the context carries none.
+	HandleAttemptedOn(stream string, attempt int, result any)
+}

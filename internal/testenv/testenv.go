@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -54,6 +55,30 @@ func Broker(t testing.TB) string {
 	lock(t, "testenv.Broker", syscall.LOCK_SH)
 	reachable(t, "RabbitMQ", "127.0.0.1:5672")
 	return AMQPURL
+}
+
+// Vhost is Broker with a virtual host of the test's own, deleted when the
+// test ends: its queues are shared with no other test package's services
+// (the example service, run by several packages at once, consumes the same
+// queue names everywhere). It returns the address of that virtual host, with
+// the same credentials as AMQPURL.
+func Vhost(t testing.TB, prefix string) string {
+	t.Helper()
+	base := Broker(t)
+	name := fmt.Sprintf("warrenmq-test-%s-%s", prefix, messaging.NewID()[:8])
+	Rabbitmqctl(t, "add_vhost", name)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = exec.CommandContext(ctx, "rabbitmqctl", "delete_vhost", name).Run()
+	})
+	Rabbitmqctl(t, "set_permissions", "-p", name, "guest", ".*", ".*", ".*")
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("testenv: the broker address %q does not parse: %v", base, err)
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String()
 }
 
 // Disrupt is Broker for a test that disturbs the broker for everyone: it holds

@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,17 +44,18 @@ func TestEveryInstrumentIsRegisteredOnceWithItsNameLabelsAndHelp(t *testing.T) {
 
 // registeredInstruments is every instrument New registers, sorted.
 const registeredInstruments = `Desc{fqName: "amqp_commit_timeout_total", help: "Commits that did not complete within the broker timeout; the connection was severed.", unit: "", constLabels: {}, variableLabels: {}}
-Desc{fqName: "amqp_commit_total", help: "Commit writer commits by result (success, failure, timeout).", unit: "", constLabels: {}, variableLabels: {result}}
+Desc{fqName: "amqp_commit_total", help: "CommitWriter.Commit calls by result (success, failure, timeout); each publishes the buffered messages and waits for their confirms.", unit: "", constLabels: {}, variableLabels: {result}}
 Desc{fqName: "amqp_connection_blocked", help: "1 while the broker blocks a connection (memory or disk alarm).", unit: "", constLabels: {}, variableLabels: {}}
 Desc{fqName: "amqp_connection_close_total", help: "Broker connections closed, by anyone.", unit: "", constLabels: {}, variableLabels: {}}
 Desc{fqName: "amqp_connection_open_total", help: "Broker connection attempts by result.", unit: "", constLabels: {}, variableLabels: {result}}
-Desc{fqName: "amqp_publish_total", help: "Messages published to the broker.", unit: "", constLabels: {}, variableLabels: {}}
+Desc{fqName: "amqp_publish_total", help: "Messages written to the broker, counted when sent, before their confirm.", unit: "", constLabels: {}, variableLabels: {}}
 Desc{fqName: "amqp_rollback_total", help: "Commit writer rollbacks by result.", unit: "", constLabels: {}, variableLabels: {result}}
 Desc{fqName: "claimcheck_store_errors_total", help: "Claim-check store calls that failed, by operation (put, get); a failed get is retried.", unit: "", constLabels: {}, variableLabels: {operation}}
 Desc{fqName: "claimcheck_total", help: "Claim-check codec events (inlined, offloaded, fetched, missing).", unit: "", constLabels: {}, variableLabels: {event}}
 Desc{fqName: "consumer_acknowledged_total", help: "Deliveries acknowledged (result=success) or whose acknowledgement failed (result=failure; they will be redelivered).", unit: "", constLabels: {}, variableLabels: {stream,result}}
 Desc{fqName: "consumer_batch_seconds", help: "Time a handler took for a batch, inner retries included.", unit: "", constLabels: {}, variableLabels: {stream}}
-Desc{fqName: "consumer_settled_total", help: "Settlement decisions by action (accepted, retried, dead_lettered, parked, in_progress, set_aside_failed).", unit: "", constLabels: {}, variableLabels: {stream,action}}
+Desc{fqName: "consumer_requeued_total", help: "Deliveries the runtime returned to their queue alone because their settlement could not be completed; the rest of the batch was acknowledged.", unit: "", constLabels: {}, variableLabels: {stream}}
+Desc{fqName: "consumer_settled_total", help: "Settlement decisions per delivery by action (accepted, retried, dead_lettered, parked, in_progress, set_aside_failed, held_for_outage), and rung_missing beside the decision.", unit: "", constLabels: {}, variableLabels: {stream,action}}
 Desc{fqName: "consumer_shutdown_forced_total", help: "Shutdowns that abandoned in-flight deliveries.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "consumer_stream_closed_total", help: "Live stream sessions that ended.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "consumer_stream_opened_total", help: "Attempts to open a subscription's stream, by result.", unit: "", constLabels: {}, variableLabels: {stream,result}}
@@ -61,10 +64,10 @@ Desc{fqName: "flow_refused_total", help: "Flow inputs set aside unhandled: no ro
 Desc{fqName: "flow_step_failures_total", help: "Flow steps that returned an error or panicked; the input is retried, or dead-lettered when fatal.", unit: "", constLabels: {}, variableLabels: {pipeline,step}}
 Desc{fqName: "group_members_closed_total", help: "Consumer group members stopped.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "group_started_total", help: "Consumer group starts, by result (success; failure: the started members were closed).", unit: "", constLabels: {}, variableLabels: {stream,result}}
-Desc{fqName: "handler_attempts_total", help: "Handler attempts under the retry decorator, by result.", unit: "", constLabels: {}, variableLabels: {result}}
+Desc{fqName: "handler_attempts_total", help: "Attempts to handle a batch under the retry decorator, by stream and result; a try during an outage is no attempt.", unit: "", constLabels: {}, variableLabels: {stream,result}}
 Desc{fqName: "handler_panics_rejected_total", help: "Deliveries middleware.Recovery dead-lettered because their handler panicked.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "handler_timeouts_total", help: "Deliveries retried because their handler outlived middleware.Timeout.", unit: "", constLabels: {}, variableLabels: {stream}}
-Desc{fqName: "handler_transactions_total", help: "Handler transactions by event (started, committed, rolled_back) and result.", unit: "", constLabels: {}, variableLabels: {event,result}}
+Desc{fqName: "handler_transaction_events_total", help: "Events of a batch's transaction (started, committed, rolled_back), by result; a transaction has a started and a committed or rolled_back event.", unit: "", constLabels: {}, variableLabels: {event,result}}
 Desc{fqName: "idempotency_store_errors_total", help: "Idempotency store calls that failed, by operation (claim, renew, confirm, release).", unit: "", constLabels: {}, variableLabels: {stream,operation}}
 Desc{fqName: "idempotency_total", help: "Idempotency guard outcomes per delivery (claimed, duplicate, in_progress, released, claim_lost).", unit: "", constLabels: {}, variableLabels: {stream,outcome}}
 Desc{fqName: "ordering_gaps_skipped_total", help: "Messages that stopped waiting for earlier deliveries of their stream that never reached ordering (set aside or filtered before the handler, or later than the arrival window).", unit: "", constLabels: {}, variableLabels: {stream}}
@@ -80,7 +83,7 @@ Desc{fqName: "pipeline_run_seconds", help: "Age of a run when it finished: the t
 Desc{fqName: "pipeline_run_total", help: "Named runs that finished, by outcome (completed, ended_early) and the step they finished at.", unit: "", constLabels: {}, variableLabels: {pipeline,step,outcome}}
 Desc{fqName: "replay_messages_total", help: "Messages a replay pass read, by verdict (moved, declined by the filter).", unit: "", constLabels: {}, variableLabels: {stream,verdict}}
 Desc{fqName: "replay_passes_total", help: "Replay passes by the reason they stopped (drained, limit, deadline, cancelled, failed).", unit: "", constLabels: {}, variableLabels: {stream,reason}}
-Desc{fqName: "request_replies_dropped_total", help: "Replies that arrived after their caller gave up, or for no caller of this requester; acknowledged and dropped.", unit: "", constLabels: {}, variableLabels: {routing_key}}
+Desc{fqName: "request_replies_dropped_total", help: "Replies that arrived after their caller gave up, for no caller of this requester, or with another request's causation id; acknowledged and dropped.", unit: "", constLabels: {}, variableLabels: {routing_key}}
 Desc{fqName: "request_replies_total", help: "Replies a responder published (error replies included).", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "request_seconds", help: "Time from before a request's publish to Do's return, by outcome.", unit: "", constLabels: {}, variableLabels: {routing_key,outcome}}
 Desc{fqName: "request_total", help: "Requests a requester made, by outcome (answered, timed_out, failed).", unit: "", constLabels: {}, variableLabels: {routing_key,outcome}}
@@ -95,3 +98,37 @@ Desc{fqName: "serialization_decoded_total", help: "Messages decoded, by codec (j
 Desc{fqName: "serialization_encoded_total", help: "Messages encoded, by result.", unit: "", constLabels: {}, variableLabels: {result}}
 Desc{fqName: "stream_resumed_total", help: "Stream readers reattached after a dropped connection where they left off.", unit: "", constLabels: {}, variableLabels: {stream}}
 Desc{fqName: "stream_retry_refused_total", help: "Retry or InProgress asked on a stream and refused: the message was parked instead of appended again.", unit: "", constLabels: {}, variableLabels: {stream}}`
+
+// TestTheMonitoringGuideListsEveryInstrument keeps doc/monitoring.md's tables
+// and New in step: every instrument has a row, and every row an instrument.
+func TestTheMonitoringGuideListsEveryInstrument(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join("..", "..", "doc", "monitoring.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(guide), "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			if name, _, ok = strings.Cut(name, "` | "); ok && !strings.ContainsAny(name, " `") {
+				documented[name] = true
+			}
+		}
+	}
+	registerer := &recordingRegisterer{}
+	if _, err := New(registerer); err != nil {
+		t.Fatal(err)
+	}
+	registered := map[string]bool{}
+	for _, description := range registerer.descriptions {
+		name := between(description, `fqName: "`, `"`)
+		registered[name] = true
+		if !documented[name] {
+			t.Errorf("doc/monitoring.md has no row for %s", name)
+		}
+	}
+	for name := range documented {
+		if !registered[name] {
+			t.Errorf("doc/monitoring.md has a row for %s, which New does not register", name)
+		}
+	}
+}

@@ -47,6 +47,7 @@ type Metrics struct {
 	batchSeconds   *prom.HistogramVec
 	acknowledged   *prom.CounterVec
 	shutdownForced *prom.CounterVec
+	requeued       *prom.CounterVec
 	settled        *prom.CounterVec
 
 	handleAttempts *prom.CounterVec
@@ -120,13 +121,13 @@ func New(registerer prom.Registerer, streams ...string) (*Metrics, error) {
 }
 
 func (m *Metrics) transportInstruments(i *instruments) {
-	m.commits = i.counterVec("amqp_commit_total", "Commit writer commits by result (success, failure, timeout).", "result")
+	m.commits = i.counterVec("amqp_commit_total", "CommitWriter.Commit calls by result (success, failure, timeout); each publishes the buffered messages and waits for their confirms.", "result")
 	m.commitTimeouts = i.counter("amqp_commit_timeout_total", "Commits that did not complete within the broker timeout; the connection was severed.")
 	m.rollbacks = i.counterVec("amqp_rollback_total", "Commit writer rollbacks by result.", "result")
 	m.opens = i.counterVec("amqp_connection_open_total", "Broker connection attempts by result.", "result")
 	m.closes = i.counter("amqp_connection_close_total", "Broker connections closed, by anyone.")
 	m.blocked = i.gauge("amqp_connection_blocked", "1 while the broker blocks a connection (memory or disk alarm).")
-	m.publishes = i.counter("amqp_publish_total", "Messages published to the broker.")
+	m.publishes = i.counter("amqp_publish_total", "Messages written to the broker, counted when sent, before their confirm.")
 }
 
 func (m *Metrics) outboxInstruments(i *instruments) {
@@ -148,12 +149,13 @@ func (m *Metrics) consumerInstruments(i *instruments) {
 	m.batchSeconds = i.histogramVec("consumer_batch_seconds", "Time a handler took for a batch, inner retries included.", handlingBuckets, "stream")
 	m.acknowledged = i.counterVec("consumer_acknowledged_total", "Deliveries acknowledged (result=success) or whose acknowledgement failed (result=failure; they will be redelivered).", "stream", "result")
 	m.shutdownForced = i.counterVec("consumer_shutdown_forced_total", "Shutdowns that abandoned in-flight deliveries.", "stream")
-	m.settled = i.counterVec("consumer_settled_total", "Settlement decisions by action (accepted, retried, dead_lettered, parked, in_progress, set_aside_failed).", "stream", "action")
+	m.requeued = i.counterVec("consumer_requeued_total", "Deliveries the runtime returned to their queue alone because their settlement could not be completed; the rest of the batch was acknowledged.", "stream")
+	m.settled = i.counterVec("consumer_settled_total", "Settlement decisions per delivery by action (accepted, retried, dead_lettered, parked, in_progress, set_aside_failed, held_for_outage), and rung_missing beside the decision.", "stream", "action")
 }
 
 func (m *Metrics) handlerInstruments(i *instruments) {
-	m.handleAttempts = i.counterVec("handler_attempts_total", "Handler attempts under the retry decorator, by result.", "result")
-	m.transactions = i.counterVec("handler_transactions_total", "Handler transactions by event (started, committed, rolled_back) and result.", "event", "result")
+	m.handleAttempts = i.counterVec("handler_attempts_total", "Attempts to handle a batch under the retry decorator, by stream and result; a try during an outage is no attempt.", "stream", "result")
+	m.transactions = i.counterVec("handler_transaction_events_total", "Events of a batch's transaction (started, committed, rolled_back), by result; a transaction has a started and a committed or rolled_back event.", "event", "result")
 	m.encoded = i.counterVec("serialization_encoded_total", "Messages encoded, by result.", "result")
 	m.decoded = i.counterVec("serialization_decoded_total", "Messages decoded, by codec (json, avro, encrypted, protobuf, other) and result.", "codec", "result")
 }
@@ -193,7 +195,7 @@ func (m *Metrics) requestInstruments(i *instruments) {
 	m.requests = i.counterVec("request_total", "Requests a requester made, by outcome (answered, timed_out, failed).", "routing_key", "outcome")
 	m.requestSeconds = i.histogramVec("request_seconds", "Time from before a request's publish to Do's return, by outcome.",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "routing_key", "outcome")
-	m.repliesDropped = i.counterVec("request_replies_dropped_total", "Replies that arrived after their caller gave up, or for no caller of this requester; acknowledged and dropped.", "routing_key")
+	m.repliesDropped = i.counterVec("request_replies_dropped_total", "Replies that arrived after their caller gave up, for no caller of this requester, or with another request's causation id; acknowledged and dropped.", "routing_key")
 	m.replies = i.counterVec("request_replies_total", "Replies a responder published (error replies included).", "stream")
 	m.unanswerable = i.counterVec("request_unanswerable_total", "Requests a responder dead-lettered for carrying no reply address.", "stream")
 }

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/smarty/gunit"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/handlers/retry"
 )
 
 func TestMetricsFixture(t *testing.T) {
@@ -92,9 +94,63 @@ func (f *MetricsFixture) TestExpositionUsesTheNamesOfTheOperatingGuide() {
 	for _, family := range families {
 		names = append(names, family.GetName())
 	}
-	joined := strings.Join(names, " ")
 	for _, want := range []string{"amqp_publish_total", "consumer_stream_opened_total", "consumer_batch_seconds",
-		"consumer_settled_total", "handler_attempts_total", "handler_transactions_total", "serialization_decoded_total"} {
-		f.So(joined, should.ContainSubstring, want)
+		"consumer_settled_total", "handler_attempts_total", "handler_transaction_events_total", "serialization_decoded_total"} {
+		f.So(names, should.Contain, want)
 	}
+}
+
+// TestTheOperatingGuidesNamesAndLabelsAreKept pins the metrics smarty/messaging
+// v4's operating guide names: a dashboard built from the guide keeps working.
+func (f *MetricsFixture) TestTheOperatingGuidesNamesAndLabelsAreKept() {
+	registerer := &recordingRegisterer{}
+	_, err := New(registerer)
+	f.So(err, should.BeNil)
+	registered := map[string]string{}
+	for _, description := range registerer.descriptions {
+		name := between(description, `fqName: "`, `"`)
+		registered[name] = between(description, "variableLabels: {", "}")
+	}
+	for name, labels := range map[string]string{
+		"amqp_commit_total": "result", "amqp_commit_timeout_total": "", "amqp_rollback_total": "result",
+		"amqp_connection_open_total": "result", "amqp_connection_close_total": "", "amqp_connection_blocked": "",
+		"amqp_publish_total": "", "outbox_stored_total": "", "outbox_published_total": "", "outbox_confirmed_total": "",
+		"consumer_stream_opened_total": "stream,result", "consumer_stream_closed_total": "stream",
+		"consumer_batch_seconds": "stream", "consumer_acknowledged_total": "stream,result",
+		"consumer_shutdown_forced_total": "stream",
+	} {
+		got, ok := registered[name]
+		f.So(ok, should.BeTrue)
+		f.So(got, should.Equal, labels)
+	}
+}
+
+func (f *MetricsFixture) TestHandlerAttemptsAreLabelledByTheStreamOfTheirBatch() {
+	handler := retry.New(messaging.HandlerFunc(func(context.Context, ...any) {}), retry.Options.Monitor(f.metrics.Retry()))
+	ctx := messaging.WithDeliveries(context.Background(), []messaging.Delivery{{SourceQueue: "orders"}})
+	handler.Handle(ctx, "one")
+	handler.Handle(context.Background(), "two") // no deliveries: no stream known
+	f.metrics.Retry().HandleAttempted(1, "boom")
+
+	f.So(testutil.ToFloat64(f.metrics.handleAttempts.WithLabelValues("orders", "success")), should.Equal, 1)
+	f.So(testutil.ToFloat64(f.metrics.handleAttempts.WithLabelValues(OtherStream, "success")), should.Equal, 1)
+	f.So(testutil.ToFloat64(f.metrics.handleAttempts.WithLabelValues(OtherStream, "failure")), should.Equal, 1)
+	f.So(testutil.CollectAndCount(f.metrics.handleAttempts), should.Equal, 3)
+}
+
+func (f *MetricsFixture) TestRequeuedDeliveriesAreCountedPerStream() {
+	s := f.metrics.Streaming()
+	s.DeliveriesRequeued("orders", 2)
+	s.DeliveriesRequeued("orders", 1)
+	s.DeliveriesRequeued("made-up", 4)
+
+	f.So(testutil.ToFloat64(f.metrics.requeued.WithLabelValues("orders")), should.Equal, 3)
+	f.So(testutil.ToFloat64(f.metrics.requeued.WithLabelValues(OtherStream)), should.Equal, 4)
+}
+
+// between is the text of s after the first start and before the next end.
+func between(s, start, end string) string {
+	_, after, _ := strings.Cut(s, start)
+	before, _, _ := strings.Cut(after, end)
+	return before
 }

@@ -25,7 +25,8 @@ func (m *Metrics) Streaming() streaming.Monitor { return streamingMonitor{m} }
 // Settlement returns the deadletter.Monitor.
 func (m *Metrics) Settlement() deadletter.Monitor { return settlementMonitor{m} }
 
-// Retry returns the retry.Monitor.
+// Retry returns the retry.Monitor; it is a retry.StreamMonitor, so
+// handler_attempts_total is labelled by the stream of each batch.
 func (m *Metrics) Retry() retry.Monitor { return retryMonitor{m} }
 
 // Transactional returns the transactional.Monitor (also fits sqltx).
@@ -91,9 +92,9 @@ func (s streamingMonitor) ShutdownForced(stream string) {
 func (s streamingMonitor) OutageStarted(string, error)       {}
 func (s streamingMonitor) OutageEnded(string, time.Duration) {}
 
-// DeliveriesRequeued records nothing yet (a metric for it is proposed:
-// consumer_requeued_total{stream}).
-func (s streamingMonitor) DeliveriesRequeued(string, int) {}
+func (s streamingMonitor) DeliveriesRequeued(stream string, count int) {
+	s.m.requeued.WithLabelValues(s.m.stream(stream)).Add(float64(count))
+}
 
 type settlementMonitor struct{ m *Metrics }
 
@@ -101,18 +102,28 @@ func (s settlementMonitor) Settled(queue, action, _ string) {
 	s.m.settled.WithLabelValues(s.m.stream(queue), action).Inc()
 }
 
+// retryMonitor is a retry.StreamMonitor: the retry decorator tells it the
+// stream of each attempt's batch.
 type retryMonitor struct{ m *Metrics }
 
-func (r retryMonitor) HandleAttempted(_ int, value any) {
-	if value == nil {
-		r.m.handleAttempts.WithLabelValues("success").Inc()
-		return
-	}
-	r.m.handleAttempts.WithLabelValues("failure").Inc()
+var _ retry.StreamMonitor = retryMonitor{}
+
+// HandleAttempted counts an attempt whose stream is not known as stream
+// "other"; the retry decorator reports through HandleAttemptedOn.
+func (r retryMonitor) HandleAttempted(attempt int, value any) {
+	r.HandleAttemptedOn(OtherStream, attempt, value)
 }
 
-// OutageStarted records nothing: the streaming monitor's
-// consumer_outage_waiting gauge reports outage waits per stream.
+func (r retryMonitor) HandleAttemptedOn(stream string, _ int, value any) {
+	outcome := "failure"
+	if value == nil {
+		outcome = "success"
+	}
+	r.m.handleAttempts.WithLabelValues(r.m.stream(stream), outcome).Inc()
+}
+
+// OutageStarted records nothing: streaming.Consumer.Waiting reports the
+// subscriptions that wait on an outage.
 func (retryMonitor) OutageStarted(error) {}
 
 // OutageEnded records nothing; see OutageStarted.

@@ -101,7 +101,7 @@ func TestBrokerTwentyConcurrentCallersEachGetTheirOwnAnswer(t *testing.T) {
 }
 
 // TestBrokerErrorReplyArrivesAtOnceAndTimeoutIsItsOwnError: with the default
-// 30 s timeout, an error reply reaches the caller as the seed's text within
+// 30 s timeout, an error reply reaches the caller as the specified error text within
 // milliseconds; a responder that does not answer within the requester's
 // timeout gives ErrRequestTimedOut.
 func TestBrokerErrorReplyArrivesAtOnceAndTimeoutIsItsOwnError(t *testing.T) {

@@ -21,7 +21,7 @@ type quote struct {
 }
 
 // A responder on "prices" and a requester asking it, on the memory transport:
-// an answer, and a responder's error returned as the seed's text.
+// an answer, and a responder's error returned as the specified error text.
 func ExampleNewRequester() {
 	broker := memory.New()
 	defer broker.Close()

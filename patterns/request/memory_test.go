@@ -98,7 +98,7 @@ func TestMemoryTwentyCallersEachGetTheirOwnAnswer(t *testing.T) {
 }
 
 // TestMemoryResponderErrorAndTimeout: an error reply reaches the caller as the
-// seed's text at once; a responder that never answers ends in
+// specified error text at once; a responder that never answers ends in
 // ErrRequestTimedOut after the requester's timeout, on the bubble's clock; the
 // caller's own deadline gives its context error instead.
 func TestMemoryResponderErrorAndTimeout(t *testing.T) {
@@ -167,7 +167,7 @@ func TestMemoryResponderErrorAndTimeout(t *testing.T) {
 }
 
 // TestMemoryUnanswerableRequestIsDeadLettered: a request with neither reply
-// address lands in {queue}.dlq with the seed's text, is counted, and is not
+// address lands in {queue}.dlq with the specified error text, is counted, and is not
 // retried.
 func TestMemoryUnanswerableRequestIsDeadLettered(t *testing.T) {
 	broker := memory.New(memory.Options.Logger(quiet))

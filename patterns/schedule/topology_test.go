@@ -7,7 +7,7 @@ import (
 )
 
 // TestTheTopologyIsTheCrossLanguageContract pins the names, TTLs and exactly
-// three arguments of the digest's scheduler table, and how the plan prints.
+// three arguments of the AceMQ family's scheduler table (doc/contracts.md), and how the plan prints.
 func TestTheTopologyIsTheCrossLanguageContract(t *testing.T) {
 	want := map[string]int64{
 		"acemq.schedule.1h": 3600000, "acemq.schedule.10m": 600000, "acemq.schedule.1m": 60000,

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	_ "modernc.org/sqlite" // the in-process SQLite driver; a service links its own
+
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/patterns/streams"
-	"github.com/warrenmq/messaging/rabbitmq"
+	"github.com/warrenmq/messaging/sqldialect"
 )
 
 // The declaration as a topology plan, printed.
@@ -30,58 +33,74 @@ func ExampleMaxAgeText() {
 	// 1h
 }
 
-// projection applies each order and saves the stream's offset in the same
-// SQL transaction, so the pair is effectively once.
-type projection struct{ db *sql.DB }
-
-func (p projection) Handle(ctx context.Context, _ ...any) {
-	for _, d := range messaging.DeliveriesFrom(ctx) {
-		offset, ok := streams.OffsetOf(d)
+// projection applies each order and saves the stream's next offset in the
+// same SQL transaction, so a restart resumes one past what was applied.
+func projection(db *sql.DB, checkpoints *streams.Checkpoints) messaging.Handler {
+	return messaging.HandleEach(func(ctx context.Context, order messaging.Delivery) error {
+		offset, ok := streams.OffsetOf(order)
 		if !ok {
-			panic(fmt.Errorf("message %s carries no stream offset", d.MessageID))
+			return messaging.Fatalf("message %s carries no stream offset", order.MessageID)
 		}
-		tx, err := p.db.BeginTx(ctx, nil)
+		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
-			panic(messaging.Outage(err))
+			return messaging.Outage(err)
 		}
-		if _, err = tx.ExecContext(ctx, "INSERT INTO orders (id) VALUES (?)", d.MessageID); err == nil {
-			_, err = tx.ExecContext(ctx, "INSERT INTO checkpoints (name, next_offset) VALUES ('projection-a', ?) "+
-				"ON DUPLICATE KEY UPDATE next_offset = VALUES(next_offset)", offset+1)
+		defer func() { _ = tx.Rollback() }()
+		if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id) VALUES (?)", order.MessageID); err != nil {
+			return err
 		}
-		if err == nil {
-			err = tx.Commit()
+		if err := checkpoints.Save(ctx, tx, "projection-a", offset+1); err != nil {
+			return err
 		}
-		if err != nil {
-			_ = tx.Rollback()
-			panic(err)
-		}
-	}
+		return tx.Commit()
+	})
 }
 
-// A projection that resumes from its checkpoint (doc/streams.md;
-// checkpoint_integration_test.go runs it on RabbitMQ and MariaDB).
+// A projection that resumes from its checkpoint (doc/streams.md): From
+// before Read, Save in the transaction that applies the message. The
+// checkpoints live in SQLite here; checkpoint_integration_test.go runs the
+// same on RabbitMQ and MariaDB. The in-memory broker has no streams, so
+// Read refuses it before declaring anything.
 func Example_checkpoint() {
 	ctx := context.Background()
-	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/test")
+	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
+		fmt.Println(err)
 		return
 	}
-	transport := rabbitmq.New(rabbitmq.Options.Address("amqp://guest:guest@127.0.0.1:5672/"))
-	defer transport.Close()
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: one in-memory database
+	checkpoints, err := streams.NewCheckpoints(db, sqldialect.SQLite)
+	if err == nil {
+		err = checkpoints.CreateTable(ctx)
+	}
+	if _, e := db.ExecContext(ctx, "CREATE TABLE orders (id TEXT PRIMARY KEY)"); err == nil {
+		err = e
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	from := streams.FromFirst()
-	var next uint64
-	switch err := db.QueryRowContext(ctx, "SELECT next_offset FROM checkpoints WHERE name = 'projection-a'").Scan(&next); {
-	case err == nil:
-		from = streams.FromOffset(next)
-	case !errors.Is(err, sql.ErrNoRows):
-		return
+	from, _ := checkpoints.From(ctx, "projection-a", streams.FromFirst())
+	fmt.Println("first start from:", from)
+
+	// What the reader hands the handler: deliveries carrying x-stream-offset.
+	handler := projection(db, checkpoints)
+	for offset, id := range []string{"o-1", "o-2"} {
+		delivery := messaging.Delivery{MessageID: id, Headers: map[string]any{streams.OffsetArgument: int64(offset)}}
+		handler.Handle(messaging.WithDeliveries(ctx, []messaging.Delivery{delivery}), delivery)
 	}
-	reader, err := streams.Read(ctx, transport, "orders.log", projection{db},
-		streams.Options.From(from), streams.Options.Prefetch(100), streams.Options.Name("projection-a"))
-	if err != nil {
-		return
-	}
-	defer reader.Close()
-	// ... until the service stops.
+
+	from, _ = checkpoints.From(ctx, "projection-a", streams.FromFirst())
+	fmt.Println("restart from:", from)
+
+	_, err = streams.Read(ctx, memory.New(), "orders.log", handler,
+		streams.Options.From(from), streams.Options.Prefetch(100), streams.Options.Name("projection-a"),
+		streams.Options.FullDelivery(true)) // the handler takes messaging.Delivery values
+	fmt.Println("on memory:", errors.Is(err, streams.ErrUnsupported))
+	// Output:
+	// first start from: first
+	// restart from: offset 2
+	// on memory: true
 }
