@@ -156,10 +156,10 @@ func TestTheSamplerDrawsDepthOverTheWindow(t *testing.T) {
 				_ = broker.Publish(context.Background(), messaging.Dispatch{RoutingKey: "orders.ship", Payload: []byte("x")})
 			}
 			if i < 11 {
-				time.Sleep(10 * time.Second) // the sampler's interval passes
+				time.Sleep(10 * time.Second) // the bubble's clock: the sampler's interval passes, at once
 			}
 		}
-		time.Sleep(10 * time.Second)
+		time.Sleep(10 * time.Second) // the bubble's clock: the last interval passes
 		synctest.Wait()
 		list, _, _, _ := c.history.snapshot()
 		if len(list) == 0 || len(list[0].Samples) != 7 {

@@ -84,7 +84,7 @@ func TestCloseAllConnectionsFailsTheNextCallClearlyAndAFreshConnectWorks(t *test
 	testenv.Rabbitmqctl(t, "close_all_connections", "test disruption")
 
 	var failure error
-	eventually(t, settle, "a write failing after close_all_connections", func() bool {
+	testenv.Eventually(t, settle, "a write failing after close_all_connections", func() bool {
 		_, failure = w.Write(testContext(t), messaging.Dispatch{RoutingKey: queue})
 		return failure != nil
 	})
@@ -94,7 +94,7 @@ func TestCloseAllConnectionsFailsTheNextCallClearlyAndAFreshConnectWorks(t *test
 	if !strings.Contains(failure.Error(), "test disruption") && !strings.Contains(failure.Error(), "CONNECTION_FORCED") {
 		t.Errorf("error %q does not carry the broker's reason", failure)
 	}
-	eventually(t, settle, "ConnectionClosed", func() bool { return monitor.closed.Load() == 1 })
+	testenv.Eventually(t, settle, "ConnectionClosed", func() bool { return monitor.closed.Load() == 1 })
 
 	fresh, err := connector.Connect(testContext(t))
 	if err != nil {

@@ -157,17 +157,3 @@ func testContext(t *testing.T) context.Context {
 // for a machine busy with other test programs, and only a failing test
 // waits for all of it.
 const settle = 30 * time.Second
-
-// eventually polls condition every 10ms until it holds or the limit passes.
-// It waits in real time: what it watches is the real broker's state, which
-// changes on the broker's own clock (a TTL, an alarm, a close it delivers).
-func eventually(t *testing.T, limit time.Duration, what string, condition func() bool) {
-	t.Helper()
-	stop := time.Now().Add(limit)
-	for !condition() {
-		if time.Now().After(stop) {
-			t.Fatalf("%s did not happen within %s", what, limit)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

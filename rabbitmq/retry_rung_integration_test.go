@@ -55,7 +55,7 @@ func TestAMessageInARetryRungReturnsToItsQueueAfterTheDelay(t *testing.T) {
 	if got := b.count(queue); got != 0 {
 		t.Fatalf("right after the publish the source queue holds %d; want 0 until the delay passes", got)
 	}
-	eventually(t, settle, "the message returning to the source queue", func() bool { return b.count(queue) == 1 })
+	testenv.Eventually(t, settle, "the message returning to the source queue", func() bool { return b.count(queue) == 1 })
 
 	d, ok := b.get(queue)
 	if !ok || d.MessageId != "retried-1" || string(d.Body) != "again" {

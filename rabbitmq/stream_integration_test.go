@@ -203,7 +203,7 @@ func TestExpirationOfOneSecondTravelsInMillisecondsAndTheMessageExpires(t *testi
 	if peeked.Expiration != expected {
 		t.Fatalf("expiration property = %q; want %q (one second in milliseconds)", peeked.Expiration, expected)
 	}
-	eventually(t, settle, "the message expiring", func() bool { return b.count(queue) == 0 })
+	testenv.Eventually(t, settle, "the message expiring", func() bool { return b.count(queue) == 0 })
 }
 
 func TestStreamDeclaresTopologyAndSettlementQueues(t *testing.T) {

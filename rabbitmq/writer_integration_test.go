@@ -262,7 +262,7 @@ func (c *tally) writeUntilBlocked(t *testing.T, ctx context.Context, w messaging
 func raiseMemoryAlarm(t *testing.T) {
 	t.Cleanup(func() {
 		testenv.Rabbitmqctl(t, "set_vm_memory_high_watermark", "0.4")
-		eventually(t, alarmBound, "the memory alarm clearing", func() bool {
+		testenv.Eventually(t, alarmBound, "the memory alarm clearing", func() bool {
 			return !strings.Contains(testenv.Rabbitmqctl(t, "eval", "rabbit_alarm:get_alarms()."), "memory")
 		})
 	})

@@ -70,7 +70,7 @@ func inBubble(f interface{ T() gunit.TestingT }, test func(t *testing.T)) {
 // in order, and the caller goes on once the others wait again. Inside a
 // bubble it takes no real time.
 func elapse(d time.Duration) {
-	time.Sleep(d)
+	time.Sleep(d) // the bubble's clock: takes no real time
 	synctest.Wait()
 }
 

@@ -69,7 +69,7 @@ func (f *CheckerFixture) TestFailureInsideTheWindowIsToleratedAndLogged() {
 	f.inBubble(func() {
 		f.connector.commitErr = errors.New("broker restarting")
 		f.So(f.checker.Status(context.Background()), should.BeNil)
-		time.Sleep(29 * time.Second)
+		time.Sleep(29 * time.Second) // the bubble's clock: the window nearly passes, at once
 		f.So(f.checker.Status(context.Background()), should.BeNil)
 		f.So(f.logs.String(), should.ContainSubstring, "broker restarting")
 	})
@@ -79,7 +79,7 @@ func (f *CheckerFixture) TestFailurePastTheWindowIsReturned() {
 	f.inBubble(func() {
 		f.connector.commitErr = errors.New("broker restarting")
 		_ = f.checker.Status(context.Background())
-		time.Sleep(31 * time.Second)
+		time.Sleep(31 * time.Second) // the bubble's clock: the window passes, at once
 		err := f.checker.Status(context.Background())
 		f.So(err, should.Wrap, f.connector.commitErr)
 		f.So(err.Error(), should.ContainSubstring, "window 30s")
@@ -110,10 +110,10 @@ func (f *CheckerFixture) TestSuccessResetsTheWindow() {
 		f.connector.commitErr = errors.New("blip")
 		_ = f.checker.Status(context.Background())
 		f.connector.commitErr = nil
-		time.Sleep(20 * time.Second)
+		time.Sleep(20 * time.Second) // the bubble's clock, as are the sleeps below
 		_ = f.checker.Status(context.Background())
 		f.connector.commitErr = errors.New("blip again")
-		time.Sleep(20 * time.Second)
+		time.Sleep(20 * time.Second) // the bubble's clock: 40 s since the first failure, 20 s since the success
 		f.So(f.checker.Status(context.Background()), should.BeNil)
 	})
 }
@@ -138,7 +138,7 @@ func (f *CheckerFixture) TestBlockedConnectionIsNamedInTheError() {
 	f.inBubble(func() {
 		f.connector.commitErr = fmt.Errorf("%w (reason: low on memory)", messaging.ErrPublishingPaused)
 		_ = f.checker.Status(context.Background())
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the bubble's clock: past the window, at once
 		err := f.checker.Status(context.Background())
 		f.So(errors.Is(err, messaging.ErrPublishingPaused), should.BeTrue)
 		f.So(err.Error(), should.ContainSubstring, "low on memory")

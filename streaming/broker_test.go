@@ -149,12 +149,11 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 	// unacknowledged copies to the queue: the consumer, still running,
 	// handles them again. Wait for it to empty the queue before closing.
 	tool.reopen(url)
-	deadline := time.Now().Add(30 * time.Second)
-	depth := tool.depth(queue)
-	for depth != 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond) // polling the real broker's queue depth
+	var depth int
+	testenv.Poll(30*time.Second, func() bool {
 		depth = tool.depth(queue)
-	}
+		return depth == 0
+	})
 	if err := consumer.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}

@@ -75,7 +75,7 @@ func TestOrdersShipThroughARollingRestart(t *testing.T) {
 	}
 	query := "SELECT COUNT(*) FROM orders WHERE status = 'shipped' AND id IN (?" + strings.Repeat(",?", len(ids)-1) + ")"
 	var shipped int
-	eventually(t, 3*time.Minute, 500*time.Millisecond, "every accepted order shipped after the rolling restart", func() (bool, string) {
+	eventually(t, 3*time.Minute, "every accepted order shipped after the rolling restart", func() (bool, string) {
 		if err := db.QueryRowContext(context.Background(), query, args...).Scan(&shipped); err != nil {
 			t.Fatal(err)
 		}

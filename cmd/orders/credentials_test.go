@@ -108,7 +108,7 @@ func (c *child) wait(t *testing.T, bound time.Duration) int {
 func (c *child) waitFor(t *testing.T, pattern *regexp.Regexp, bound time.Duration) []string {
 	t.Helper()
 	var match []string
-	eventually(t, bound, 20*time.Millisecond, fmt.Sprintf("the service to print %s", pattern), func() (bool, string) {
+	eventually(t, bound, fmt.Sprintf("the service to print %s", pattern), func() (bool, string) {
 		output := c.output()
 		match = pattern.FindStringSubmatch(output)
 		return match != nil, "it printed:\n" + output
@@ -201,9 +201,9 @@ func TestARunningServicePrintsNoPassword(t *testing.T) {
 	if closed == 0 {
 		t.Fatal("found no connection of the service's user to sever")
 	}
-	eventually(t, 20*time.Second, 20*time.Millisecond, fmt.Sprintf("the service to log its reconnect after its %d connections were severed", closed),
+	eventually(t, 20*time.Second, fmt.Sprintf("the service to log its reconnect after its %d connections were severed", closed),
 		func() (bool, string) { return len(service.output()) > logged, "it logged nothing more" })
-	eventually(t, 20*time.Second, 100*time.Millisecond, "/status to answer 200 once the service reconnected", func() (bool, string) {
+	eventually(t, 20*time.Second, "/status to answer 200 once the service reconnected", func() (bool, string) {
 		code := record(get(t, client, base+"/status")).code
 		return code == http.StatusOK, fmt.Sprintf("/status answered %d", code)
 	})

@@ -229,7 +229,7 @@ func TestSlowClientsAreDroppedAfterTheReadTimeout(t *testing.T) {
 	conns = append(conns, idle)
 	fmt.Fprintf(idle, "GET /orders/none HTTP/1.1\r\nHost: orders\r\n\r\n")
 	held := 0
-	eventually(t, 2*time.Second, 5*time.Millisecond, "the slow clients to hold the server's goroutines (else the test did not load the server)", func() (bool, string) {
+	eventually(t, 2*time.Second, "the slow clients to hold the server's goroutines (else the test did not load the server)", func() (bool, string) {
 		held = max(held, servingGoroutines())
 		return held >= clients*9/10, fmt.Sprintf("they held at most %d of %d", held, clients)
 	})
@@ -258,7 +258,7 @@ func TestSlowClientsAreDroppedAfterTheReadTimeout(t *testing.T) {
 	if dropped > 5*time.Second {
 		t.Errorf("the server took %s to drop clients it should drop after 0.5 s", dropped)
 	}
-	eventually(t, 5*time.Second, 10*time.Millisecond, "the connection goroutines to end after the clients were dropped", func() (bool, string) {
+	eventually(t, 5*time.Second, "the connection goroutines to end after the clients were dropped", func() (bool, string) {
 		after := servingGoroutines()
 		return after == 0, fmt.Sprintf("%d are left", after)
 	})

@@ -90,7 +90,7 @@ func TestStatusFailsWhileMariaDBIsStopped(t *testing.T) {
 func waitForStatus(t *testing.T, client *http.Client, base string, bound time.Duration, done func(status.Report) bool) status.Report {
 	t.Helper()
 	var report status.Report
-	eventually(t, bound, 100*time.Millisecond, "/status to reach the expected state", func() (bool, string) {
+	eventually(t, bound, "/status to reach the expected state", func() (bool, string) {
 		last := get(t, client, base+"/status")
 		report = decodeReport(t, last.body)
 		if (last.code == http.StatusOK) != report.Healthy() {

@@ -171,7 +171,7 @@ func waitShipped(t *testing.T, client *http.Client, base string, ids []string) {
 func eachOf(t *testing.T, ids []string, what string, done func(id string) (bool, string)) {
 	t.Helper()
 	pending := ids
-	eventually(t, 60*time.Second, 20*time.Millisecond, what, func() (bool, string) {
+	eventually(t, 60*time.Second, what, func() (bool, string) {
 		for len(pending) > 0 {
 			if ok, saw := done(pending[0]); !ok {
 				return false, fmt.Sprintf("%s (%d of %d left)", saw, len(pending), len(ids))
@@ -233,7 +233,7 @@ func TestARedeliveredOrderIsShippedOnce(t *testing.T) {
 		}
 	}
 
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the second copy answered as a duplicate", func() (bool, string) {
+	eventually(t, 30*time.Second, "the second copy answered as a duplicate", func() (bool, string) {
 		var confirmed bool
 		err := db.QueryRowContext(ctx, "SELECT confirmed FROM acemq_idempotency WHERE `key` = ?", id).Scan(&confirmed)
 		return err == nil && confirmed && duplicates(t, client, "http://"+service.address) >= 1,
@@ -301,7 +301,7 @@ func TestAForeignMessageOnTheShipmentStreamIsParkedAndPassed(t *testing.T) {
 	ids := placeOrders(t, client, "http://"+service.address, 3)
 	waitProjected(t, db, ids) // the projection went on past the foreign message
 
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the foreign message parked once", func() (bool, string) {
+	eventually(t, 30*time.Second, "the foreign message parked once", func() (bool, string) {
 		n := parked()
 		return n == before+1, fmt.Sprintf("%s.parked holds %d, want %d", shipmentStream, n, before+1)
 	})

@@ -92,22 +92,21 @@ func (s *screen) reloadUntil(what, script string, limit time.Duration) {
 
 func (s *screen) poll(what, script string, limit time.Duration, reload bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
+	// The service and the console work on their own time: the page is looked
+	// at again until it shows what is waited for.
+	var err error
+	if !testenv.Poll(limit, func() bool {
 		if reload {
 			s.run("reload", chromedp.Reload())
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(()=>{try{return !!("+script+")}catch(e){return false}})()"))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			body, _ := evaluate[string](s, "document.body ? document.body.innerText : ''")
-			s.t.Fatalf("%s: not within %s (%v); the page says:\n%s", what, limit, err, body)
-		}
-		time.Sleep(500 * time.Millisecond) // the service and the console work on their own time: look again
+		defer cancel()
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("(()=>{try{return !!("+script+")}catch(e){return false}})()"))
+		return err == nil && ok
+	}) {
+		body, _ := evaluate[string](s, "document.body ? document.body.innerText : ''")
+		s.t.Fatalf("%s: not within %s (%v); the page says:\n%s", what, limit, err, body)
 	}
 }
 

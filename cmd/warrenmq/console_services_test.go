@@ -20,6 +20,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/warrenmq/messaging/internal/testenv"
 )
 
 // ordersService is the example service running as its own process.
@@ -122,11 +124,9 @@ func (s ordersService) waitShipped(t *testing.T, ids []string, within time.Durat
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for _, id := range ids {
-		for s.status(t, id) != "shipped" {
-			if time.Now().After(deadline) {
-				t.Fatalf("order %s is %q after %s, want shipped", id, s.status(t, id), within)
-			}
-			time.Sleep(200 * time.Millisecond) // the service ships on its own time; nothing to wait on here
+		// The service ships on its own time and tells no event of it.
+		if !testenv.Poll(time.Until(deadline), func() bool { return s.status(t, id) == "shipped" }) {
+			t.Fatalf("order %s is %q after %s, want shipped", id, s.status(t, id), within)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/warrenmq/messaging/internal/testenv"
 )
 
 func TestTheConsoleAsksForATokenBeyondLoopback(t *testing.T) {
@@ -115,14 +117,15 @@ func TestTheConsoleShowsNoPassword(t *testing.T) {
 		<-done
 	}()
 	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if _, after, ok := strings.Cut(stdout.String(), "serving "); ok {
+	// The console starts on its own goroutine and says where it serves.
+	if !testenv.Poll(10*time.Second, func() bool {
+		_, after, ok := strings.Cut(stdout.String(), "serving ")
+		if ok && len(strings.Fields(after)) > 0 {
 			base = strings.Fields(after)[0]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the console did not serve: %s %s", stdout.String(), stderr.String())
-		} else {
-			time.Sleep(20 * time.Millisecond) // the console starts on its own goroutine
 		}
+		return base != ""
+	}) {
+		t.Fatalf("the console did not serve: %s %s", stdout.String(), stderr.String())
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, path := range []string{"", "queues/orders.ship.dlq", "queues/orders.ship.dlq/messages/x", "outbox", "health"} {

@@ -26,14 +26,14 @@ func TestProgressLinesEveryInterval(t *testing.T) {
 		defer p.stop()
 		p.done.Add(400)
 		p.skipped.Add(100)
-		time.Sleep(progressEvery + time.Millisecond)
+		time.Sleep(progressEvery + time.Millisecond) // the bubble's clock: one interval passes, at once
 		synctest.Wait()
 		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 		if len(lines) != 1 || lines[0] != fmt.Sprintf("replay orders.dlq: 500 of 1000 (50%%) messages, 400 moved, 100 skipped, %.0f/s, %s", 500/progressEvery.Seconds(), progressEvery) {
 			t.Fatalf("after one interval: %q", out.String())
 		}
 		p.done.Add(500)
-		time.Sleep(progressEvery)
+		time.Sleep(progressEvery) // the bubble's clock: a second interval
 		synctest.Wait()
 		p.stop()
 		p.stop() // twice is harmless
@@ -55,7 +55,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		p := startProgress(redacting{w: out}, progressAuto, "replay q.dlq", "messages", "moved", 200)
 		defer p.stop()
 		p.done.Add(50)
-		time.Sleep(barEvery + time.Millisecond)
+		time.Sleep(barEvery + time.Millisecond) // the bubble's clock: one redraw is due
 		synctest.Wait()
 		first := out.String()
 		if !strings.HasPrefix(first, "\rreplay q.dlq [=======>                      ] 50 of 200 (25%)") || strings.Contains(first, "\n") || !strings.Contains(first, "eta ") {

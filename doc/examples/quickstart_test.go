@@ -215,19 +215,19 @@ func (r *rawAMQP) declare(t *testing.T, placed, shipped, watch string) {
 
 func (r *rawAMQP) receive(t *testing.T, queue string, limit time.Duration) []byte {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		delivery, ok, err := r.ch.Get(queue, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return delivery.Body
-		}
-		time.Sleep(20 * time.Millisecond) // polling a real broker
+	var body []byte
+	var err error
+	testenv.Eventually(t, limit, "a message on "+queue, func() bool {
+		var delivery amqp.Delivery
+		var ok bool
+		delivery, ok, err = r.ch.Get(queue, true)
+		body = delivery.Body
+		return ok || err != nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("nothing arrived on %s within %s", queue, limit)
-	return nil
+	return body
 }
 
 func (r *rawAMQP) cleanup(placed, shipped string, queues ...string) {

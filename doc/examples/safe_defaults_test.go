@@ -137,18 +137,14 @@ func TestQuickStartIsSafeByDefault(t *testing.T) {
 	raw.publishOrders(t, ctx, placedType, total, undecodable)
 
 	const bound = 90 * time.Second
-	deadline := time.Now().Add(bound)
 	var shipped, parked, dead int
-	for time.Now().Before(deadline) {
+	testenv.Poll(bound, func() bool {
 		if err := db.QueryRow("SELECT COUNT(*) FROM " + orders + " WHERE shipped > 0").Scan(&shipped); err != nil {
 			t.Fatal(err)
 		}
 		parked, dead = raw.depth(t, queue+".parked"), raw.depth(t, queue+".dlq")
-		if shipped == total-2 && parked == 1 && dead == 1 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond) // polling the real services
-	}
+		return shipped == total-2 && parked == 1 && dead == 1
+	})
 	elapsed := time.Since(started)
 	if shipped != total-2 || parked != 1 || dead != 1 {
 		t.Fatalf("after %s: %d of %d orders shipped, %d parked, %d dead-lettered; want %d, 1, 1", bound, shipped, total, parked, dead, total-2)
@@ -202,22 +198,18 @@ func TestQuickStartIsSafeByDefault(t *testing.T) {
 // is routed to it.
 func (r *rawAMQP) awaitConsumer(t *testing.T, queue string, limit time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(t, limit, "a consumer on "+queue, func() bool {
 		ch, err := r.conn.Channel()
 		if err != nil {
 			t.Fatal(err)
 		}
 		state, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-		if err == nil {
-			_ = ch.Close()
-			if state.Consumers > 0 {
-				return
-			}
+		if err != nil {
+			return false // the failed look closed the channel
 		}
-		time.Sleep(50 * time.Millisecond) // polling a real broker
-	}
-	t.Fatalf("no consumer on %s within %s", queue, limit)
+		_ = ch.Close()
+		return state.Consumers > 0
+	})
 }
 
 // publishOrders publishes orders 1..total to the placed exchange, confirmed;

@@ -86,8 +86,8 @@ func TestServicesADatabaseOutageDeadLettersNothing(t *testing.T) {
 		if got := s.shipped(); got != warm+waiting {
 			t.Fatalf("every message was acknowledged but %d of %d orders are shipped", got, warm+waiting)
 		}
-		waitUntil(t, 30*time.Second, "every order-shipped message to be published", func() bool { return s.broker.depth(s.watch) == warm+waiting })
-		waitUntil(t, 10*time.Second, "the subscription to stop waiting", func() bool { return len(s.consumer.Waiting()) == 0 })
+		testenv.Eventually(t, 30*time.Second, "every order-shipped message to be published", func() bool { return s.broker.depth(s.watch) == warm+waiting })
+		testenv.Eventually(t, 10*time.Second, "the subscription to stop waiting", func() bool { return len(s.consumer.Waiting()) == 0 })
 		if n := s.settled.count(ActionDeadLettered) + s.settled.count(ActionParked); n != 0 {
 			t.Fatalf("%d messages were dead-lettered during a database outage; want 0", n)
 		}
@@ -307,17 +307,6 @@ func (h shipOrders) Handle(ctx context.Context, messages ...any) {
 		if _, err := h.writer.Write(ctx, messaging.Dispatch{Message: shippedOrder{OrderID: placed.OrderID}}); err != nil {
 			panic(err)
 		}
-	}
-}
-
-func waitUntil(t *testing.T, within time.Duration, what string, condition func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !condition() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the broker's queue depth, which sends no notification
 	}
 }
 

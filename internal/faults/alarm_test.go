@@ -103,7 +103,7 @@ func TestFaultPublishDuringMemoryAlarm(t *testing.T) {
 	clearMemoryAlarm(t)
 	// Publishing works again: the writer redials and everything it confirms arrives.
 	remaining := ids(after)
-	recovered := waitFor(30*time.Second, 200*time.Millisecond, func() bool {
+	recovered := testenv.Poll(30*time.Second, func() bool {
 		_, err := write(remaining[:100])
 		return err == nil
 	})
@@ -129,7 +129,7 @@ func raiseMemoryAlarm(t *testing.T) {
 	if _, err := rabbitmqctl(context.Background(), "set_vm_memory_high_watermark", "0.000001"); err != nil {
 		t.Fatalf("raise the memory alarm: %v", err)
 	}
-	if !waitFor(30*time.Second, 200*time.Millisecond, func() bool { return memoryAlarm(t) }) {
+	if !testenv.Poll(30*time.Second, func() bool { return memoryAlarm(t) }) {
 		t.Fatalf("the memory alarm was not raised within 30 s of lowering the watermark")
 	}
 }
@@ -141,7 +141,7 @@ func clearMemoryAlarm(t *testing.T) {
 	if _, err := rabbitmqctl(context.Background(), "set_vm_memory_high_watermark", "0.4"); err != nil {
 		t.Fatalf("clear the memory alarm: %v", err)
 	}
-	if !waitFor(30*time.Second, 200*time.Millisecond, func() bool { return !memoryAlarm(t) }) {
+	if !testenv.Poll(30*time.Second, func() bool { return !memoryAlarm(t) }) {
 		t.Fatalf("the memory alarm did not clear within 30 s of restoring the watermark")
 	}
 }

@@ -109,7 +109,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 		for _, m := range messages {
 			tl.handle(m.(faultMessage).ID)
 		}
-		time.Sleep(time.Duration(len(messages)) * time.Millisecond) // paced, so the fault lands mid-run
+		work(time.Duration(len(messages)) * time.Millisecond) // paced, so the fault lands mid-run
 	}), retry.Options.Backoff(50*time.Millisecond), retry.Options.Logger(logger(t)))
 	consumer := streaming.New(consumerConnector,
 		streaming.Options.Logger(logger(t)),
@@ -158,7 +158,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 			if faultAt.Load() == 0 || since > 3*time.Minute {
 				t.Fatalf("publishing did not resume: %v", err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // real time: a service pauses before it sends again while the cluster fails over
 			continue
 		}
 		tl.confirm(chunk...)
@@ -186,7 +186,7 @@ func clusterScenario(t *testing.T, addresses []string, scenario string, n int, f
 		}
 	}
 	faults.Wait()
-	done := waitFor(size(2*time.Minute, 5*time.Minute), 100*time.Millisecond, func() bool { return tl.missing() == 0 })
+	done := testenv.Poll(size(2*time.Minute, 5*time.Minute), func() bool { return tl.missing() == 0 })
 	if err := consumer.Close(); err != nil {
 		t.Logf("close the consumer: %v", err)
 	}

@@ -52,7 +52,7 @@ func TestFaultConsumeWhileConnectionsClose(t *testing.T) {
 			}
 			tl.handle(message.ID)
 		}
-		time.Sleep(time.Duration(len(messages)) * pace)
+		work(time.Duration(len(messages)) * pace)
 	}), retry.Options.Backoff(50*time.Millisecond), retry.Options.Logger(logger(t)))
 	consumer := streaming.New(connector,
 		streaming.Options.Logger(logger(t)),
@@ -68,7 +68,7 @@ func TestFaultConsumeWhileConnectionsClose(t *testing.T) {
 	go func() { defer close(listening); consumer.Listen() }()
 
 	closer := every(interval, closeAllConnections)
-	done := waitFor(size(90*time.Second, 10*time.Minute), 100*time.Millisecond, func() bool { return tl.missing() == 0 })
+	done := testenv.Poll(size(90*time.Second, 10*time.Minute), func() bool { return tl.missing() == 0 })
 	closes := stopDisruptor(t, closer)
 
 	if err := consumer.Close(); err != nil {

@@ -121,7 +121,7 @@ func TestFaultConsumeWhileDatabaseIsDown(t *testing.T) {
 	// Warm up: the pools hold live connections when MariaDB goes, so batches
 	// in flight meet dead connections, not only refused new ones.
 	publishAll(t, url, connName, exchange, all[:warm], tl)
-	if !waitFor(30*time.Second, 50*time.Millisecond, func() bool { return committed() == warm }) {
+	if !testenv.Poll(30*time.Second, func() bool { return committed() == warm }) {
 		t.Fatalf("the %d warm-up messages were not handled within 30 s (%d were)", warm, committed())
 	}
 
@@ -139,15 +139,15 @@ func TestFaultConsumeWhileDatabaseIsDown(t *testing.T) {
 				health = err
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // real time: the outage lasts down; the subscription is sampled meanwhile
 	}
 	restarted := time.Now()
 	if err := startMariaDB(); err != nil {
 		t.Fatalf("start MariaDB: %v", err)
 	}
-	done := waitFor(size(time.Minute, 3*time.Minute), 100*time.Millisecond, func() bool { return committed() == n })
+	done := testenv.Poll(size(time.Minute, 3*time.Minute), func() bool { return committed() == n })
 	recovered := time.Since(restarted)
-	if !waitFor(15*time.Second, 50*time.Millisecond, func() bool { return len(consumer.Waiting()) == 0 }) {
+	if !testenv.Poll(15*time.Second, func() bool { return len(consumer.Waiting()) == 0 }) {
 		t.Errorf("the subscription still reported waiting on an outage 15 s after every message was handled: %v", consumer.Health())
 	}
 

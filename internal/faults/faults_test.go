@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/testenv"
 	"github.com/warrenmq/messaging/rabbitmq"
 )
 
@@ -164,20 +165,20 @@ func (b baseline) check(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	goroutines := runtime.NumGoroutine()
-	for goroutines > b.goroutines && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Poll(time.Until(deadline), func() bool {
 		goroutines = runtime.NumGoroutine()
-	}
-	if goroutines > b.goroutines {
+		return goroutines <= b.goroutines
+	}) {
 		buf := make([]byte, 1<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		t.Errorf("goroutines did not return to their start value: %d at the start, %d at the end\n%s", b.goroutines, goroutines, buf)
 	}
-	connections, err := brokerConnections(b.name)
-	for (err != nil || connections > b.connections) && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	var connections int
+	var err error
+	testenv.Poll(time.Until(deadline), func() bool {
 		connections, err = brokerConnections(b.name)
-	}
+		return err == nil && connections <= b.connections
+	})
 	if err != nil {
 		t.Errorf("count broker connections: %v", err)
 	} else if connections > b.connections {
@@ -353,6 +354,14 @@ func (w *testWriter) finish() {
 
 var _ io.Writer = (*testWriter)(nil)
 
+// work takes d of real time, as a handler's or a service's real work does.
+// The suite's disruptions run on the broker's wall clock (close_all_connections
+// every interval, a node's restart, an outage's length): work paced like this
+// spans them instead of finishing before the first.
+func work(d time.Duration) {
+	time.Sleep(d) // real time: the disruptions it must span are timed in real time
+}
+
 // ids returns n fresh message ids.
 func ids(n int) []string {
 	out := make([]string, n)
@@ -360,19 +369,4 @@ func ids(n int) []string {
 		out[i] = messaging.NewID()
 	}
 	return out
-}
-
-// waitFor polls done every interval until it reports true or bound passes, and
-// reports whether it did. It is for waits on a real broker or database only.
-func waitFor(bound, interval time.Duration, done func() bool) bool {
-	deadline := time.Now().Add(bound)
-	for {
-		if done() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(interval)
-	}
 }

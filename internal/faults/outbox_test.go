@@ -49,7 +49,7 @@ func TestFaultOutboxWhileDatabaseRestarts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			waitFor(2*time.Minute, 20*time.Millisecond, func() bool { return progress() >= third })
+			testenv.Poll(2*time.Minute, func() bool { return progress() >= third })
 			restartErr = restartMariaDB()
 		}()
 	}, func(failed int64) {
@@ -116,7 +116,7 @@ func outboxScenario(t *testing.T, scenario, url string, admin *sql.DB, disturb f
 		go func() {
 			defer committers.Done()
 			for chunk := range chunks {
-				time.Sleep(pace)
+				work(pace)
 				tl.send(chunk...)
 				if err := commitOutbox(connector, exchange, chunk); err != nil {
 					failed.Add(int64(len(chunk)))
@@ -146,7 +146,7 @@ func outboxScenario(t *testing.T, scenario, url string, admin *sql.DB, disturb f
 		}
 		return count
 	}
-	if !waitFor(size(time.Minute, 5*time.Minute), 100*time.Millisecond, func() bool { return pending() == 0 }) {
+	if !testenv.Poll(size(time.Minute, 5*time.Minute), func() bool { return pending() == 0 }) {
 		t.Errorf("the relay left %d row(s) undispatched within the bound", pending())
 	}
 	if err := relay.Close(); err != nil {

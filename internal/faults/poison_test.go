@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,7 +151,7 @@ func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 			}
 			batch = append(batch, message.ID)
 		}
-		time.Sleep(time.Duration(len(batch)) * pace)
+		work(time.Duration(len(batch)) * pace)
 		tl.handle(batch...)
 	})
 	connector := transport(t, url, connName)
@@ -183,7 +184,7 @@ func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 	go func() { defer close(listening); consumer.Listen() }()
 
 	closer := every(interval, closeAllConnections)
-	goodDone := waitFor(bound, 50*time.Millisecond, func() bool { return tl.missing() == 0 })
+	goodDone := testenv.Poll(bound, func() bool { return tl.missing() == 0 })
 	goodTook := time.Since(consuming)
 	wantDLQ, wantParked := 0, 0
 	for _, want := range expected {
@@ -193,18 +194,22 @@ func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 			wantParked++
 		}
 	}
-	asideDone := waitFor(time.Minute, 200*time.Millisecond, func() bool {
+	asideDone := testenv.Poll(time.Minute, func() bool {
 		return queueDepth(url, queue+".dlq") >= wantDLQ && queueDepth(url, queue+".parked") >= wantParked
 	})
 	closes := stopDisruptor(t, closer)
-	// The last close's redeliveries settle; then nothing may move for 3 s: a
-	// poison message that loops (set aside, redelivered, set aside again)
-	// would be handed to the handler or set aside again within that.
-	time.Sleep(2 * time.Second)
+	// The last close's redeliveries settle: the broker holds nothing of the
+	// queue, ready or unacknowledged. Then nothing may move for 3 s: a poison
+	// message that loops (set aside, redelivered, set aside again) would be
+	// handed to the handler or set aside again within that.
+	testenv.Eventually(t, 30*time.Second, "the queue to hold nothing once the disruptions stopped", func() bool {
+		out, err := rabbitmqctl(context.Background(), "-q", "list_queues", "name", "messages", "--no-table-headers")
+		return err == nil && slices.Contains(strings.Split(out, "\n"), queue+"\t0")
+	})
 	quiet := poisonActivity(&mu, handed, settled)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // real time: a loop would show as movement within it
 	if after := poisonActivity(&mu, handed, settled); after != quiet {
-		t.Errorf("poison messages kept moving 2 s after the last disruption (handed to the handler and set aside: %v, then %v 3 s later): a redelivery loop", quiet, after)
+		t.Errorf("poison messages kept moving once the queue had settled after the last disruption (handed to the handler and set aside: %v, then %v 3 s later): a redelivery loop", quiet, after)
 	}
 
 	if err := consumer.Close(); err != nil {

@@ -27,7 +27,7 @@ func TestFaultPublishWhileBrokerStopsAndStarts(t *testing.T) {
 		if _, err := rabbitmqctl(context.Background(), "start_app"); err != nil {
 			t.Errorf("restore the broker: %v", err)
 		}
-		if !waitFor(time.Minute, 200*time.Millisecond, func() bool { return brokerAnswers(url) }) {
+		if !testenv.Poll(time.Minute, func() bool { return brokerAnswers(url) }) {
 			t.Errorf("the broker did not answer within a minute of start_app; `make services` starts it")
 		}
 	})
@@ -40,25 +40,31 @@ func TestFaultPublishWhileBrokerStopsAndStarts(t *testing.T) {
 		serialization.Options.WriteTypes(map[reflect.Type]string{reflect.TypeOf(faultMessage{}): faultMessageType}))
 	writer := batch.New(connector)
 	p := startPublisher(writer, exchange, 20, tl)
+	// healthy waits for calls confirmed by the running broker: the publisher
+	// writes against a healthy broker before each stop and after the last start.
+	healthy := func(what string) {
+		from := p.calls()
+		testenv.Eventually(t, 30*time.Second, what, func() bool { return p.successesSince(from) >= 100 })
+	}
 
 	for cycle := 0; cycle < cycles; cycle++ {
-		time.Sleep(time.Second) // publish against a healthy broker first
+		healthy("100 calls confirmed before the broker stops")
 		if _, err := rabbitmqctl(context.Background(), "stop_app"); err != nil {
 			t.Fatalf("stop the broker: %v", err)
 		}
-		time.Sleep(down)
+		time.Sleep(down) // the outage's length is the scenario: real time
 		before := p.calls()
 		if _, err := rabbitmqctl(context.Background(), "start_app"); err != nil {
 			t.Fatalf("start the broker: %v", err)
 		}
-		if !waitFor(time.Minute, 200*time.Millisecond, func() bool { return brokerAnswers(url) }) {
+		if !testenv.Poll(time.Minute, func() bool { return brokerAnswers(url) }) {
 			t.Fatalf("the broker did not answer within a minute of start_app")
 		}
-		if !waitFor(30*time.Second, 50*time.Millisecond, func() bool { return p.successesSince(before) > 0 }) {
+		if !testenv.Poll(30*time.Second, func() bool { return p.successesSince(before) > 0 }) {
 			t.Errorf("cycle %d: no publish succeeded within 30 s of the broker starting again", cycle+1)
 		}
 	}
-	time.Sleep(time.Second)
+	healthy("100 calls confirmed after the last start")
 	stats := p.stop()
 
 	if err := writer.Close(); err != nil {

@@ -68,7 +68,7 @@ func TestFaultScheduleThroughBrokerStop(t *testing.T) {
 		if _, err := rabbitmqctl(context.Background(), "start_app"); err != nil {
 			t.Fatalf("start the broker: %v", err)
 		}
-		if !waitFor(time.Minute, 100*time.Millisecond, func() bool { return brokerAnswers(sc.url) }) {
+		if !testenv.Poll(time.Minute, func() bool { return brokerAnswers(sc.url) }) {
 			t.Fatalf("the broker did not answer within a minute of start_app")
 		}
 		sc.disturbed(from, time.Now())
@@ -116,7 +116,7 @@ func scheduleScenario(t *testing.T, scenario string, n int, longest time.Duratio
 		if _, err := rabbitmqctl(context.Background(), "start_app"); err != nil {
 			t.Errorf("restore the broker: %v", err)
 		}
-		if !waitFor(time.Minute, 200*time.Millisecond, func() bool { return brokerAnswers(url) }) {
+		if !testenv.Poll(time.Minute, func() bool { return brokerAnswers(url) }) {
 			t.Errorf("the broker did not answer within a minute of start_app; `make services` starts it")
 		}
 	})
@@ -148,7 +148,7 @@ func scheduleScenario(t *testing.T, scenario string, n int, longest time.Duratio
 	}
 	disturb(t, sc)
 	last := sc.ready(sc.started.Add(longest))
-	waitFor(time.Until(last)+30*time.Second, 100*time.Millisecond, func() bool { return arrivals.count(sc.due) == n })
+	testenv.Poll(time.Until(last)+30*time.Second, func() bool { return arrivals.count(sc.due) == n })
 	if err := scheduler.Close(); err != nil {
 		t.Logf("close the scheduler: %v", err)
 	}

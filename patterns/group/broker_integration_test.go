@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,7 +36,7 @@ func newTally() *tally {
 func (t *tally) handler(member int) messaging.Handler {
 	return messaging.HandlerFunc(func(_ context.Context, messages ...any) {
 		for _, message := range messages {
-			time.Sleep(time.Millisecond) // slow enough for every member to get a share
+			time.Sleep(time.Millisecond) // real time: handling slow enough for the broker to give every member a share
 			t.mu.Lock()
 			t.byID[message.(messaging.Delivery).MessageID]++
 			t.byMember[member]++
@@ -144,7 +146,15 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	tl.closed, tl.isClosed = 0, true
 	tl.mu.Unlock()
 	tl.waitFor(t, total)
-	time.Sleep(200 * time.Millisecond) // a late duplicate would show here
+	// Every member stops and hands back what it held: a duplicate still on
+	// its way would be left in the queue.
+	if err := g.Close(); err != nil {
+		t.Fatalf("close the group: %v", err)
+	}
+	listed := testenv.Rabbitmqctl(t, "-q", "list_queues", "name", "messages", "--no-table-headers")
+	if !slices.Contains(strings.Split(listed, "\n"), queue+"\t0") {
+		t.Errorf("%s is not listed empty once the group closed: a duplicate was on its way\n%s", queue, listed)
+	}
 
 	tl.mu.Lock()
 	defer tl.mu.Unlock()

@@ -67,7 +67,7 @@ func (f *MiddlewareFixture) TestAPanicAfterTheDeadlineIsARetryToo() {
 	var recovered any
 	f.inBubble(func() {
 		late := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // the bubble's clock: past the deadline, at once
 			panic("gave up")
 		})
 		recovered = handle(Timeout(time.Second)(late), f.settler, batch(1))
@@ -79,7 +79,7 @@ func (f *MiddlewareFixture) TestAPanicAfterTheDeadlineIsARetryToo() {
 func (f *MiddlewareFixture) TestAHandlerWithinItsTimeIsLeftAlone() {
 	var recovered any
 	f.inBubble(func() {
-		quick := messaging.HandlerFunc(func(ctx context.Context, _ ...any) { time.Sleep(time.Second) })
+		quick := messaging.HandlerFunc(func(ctx context.Context, _ ...any) { time.Sleep(time.Second) }) // the bubble's clock
 		recovered = handle(Timeout(2*time.Second)(quick), f.settler, batch(1))
 	})
 	f.So(recovered, should.BeNil)
@@ -145,7 +145,7 @@ func (f *MiddlewareFixture) TestRecoveryPanicsWhenTheRejectionFails() {
 func (f *MiddlewareFixture) TestLoggingWritesOneLinePerDeliveryWithWhatWasDecided() {
 	f.inBubble(func() {
 		mixed := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // the bubble's clock: the logged took=1.5s, exactly
 			_ = messaging.Park(ctx, messaging.DeliveriesFrom(ctx)[1], errors.New("not now"))
 		})
 		handle(Logging(f.printf)(mixed), f.settler, batch(2))

@@ -198,7 +198,7 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16, k
 			d := message.(messaging.Delivery)
 			key, seq := parse(d.MessageID)
 			j.begin(key)
-			time.Sleep(200 * time.Microsecond) // long enough for other keys to overlap
+			time.Sleep(200 * time.Microsecond) // real time: handling lasts long enough for other keys' workers to overlap it
 			j.end(key, d.MessageID, seq)
 		}
 	})

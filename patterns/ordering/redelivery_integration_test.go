@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +37,13 @@ func TestPerKeyOrderHoldsThroughRedeliveryWithIdempotency(t *testing.T) {
 			r := runRedelivered(t, url, batch, func(inner messaging.Handler) messaging.Handler {
 				return idempotency.Middleware(idempotency.NewMemoryStore(time.Hour), idempotency.Options.Logger(slog.New(slog.DiscardHandler)))(inner)
 			})
-			t.Logf("%d messages over %d keys: %d first deliveries out of order, %d handled again after a later message of their key; %d streams opened",
-				r.total, r.keys, r.outOfOrder, r.late, r.opened)
+			t.Logf("%d messages over %d keys: %d first deliveries out of order, %d handled again after a later message of their key; %d came back; %d streams opened",
+				r.total, r.keys, r.outOfOrder, r.late, r.cameBack, r.opened)
 			if r.outOfOrder != 0 || r.late != 0 {
 				t.Fatalf("%d first deliveries out of order and %d messages handled again after a later one of their key; want none", r.outOfOrder, r.late)
+			}
+			if r.cameBack == 0 {
+				t.Errorf("no handled delivery came back after a kill: the kills tested nothing")
 			}
 			if r.opened < 4 {
 				t.Errorf("the consumer opened its stream %d times; three kills must have reconnected it three times", r.opened)
@@ -52,6 +56,7 @@ func TestPerKeyOrderHoldsThroughRedeliveryWithIdempotency(t *testing.T) {
 type redelivered struct {
 	total, keys      int
 	outOfOrder, late int // first deliveries out of order; handled again after a later one
+	cameBack         int // deliveries handed to a worker again after they had been handled
 	opened           int
 }
 
@@ -62,18 +67,33 @@ type keyLog struct {
 	seen     map[string]bool
 	result   redelivered
 	progress chan int // distinct messages handled so far, after each
+	// While hold is not nil, a worker that handled the holdFrom-th distinct
+	// message or a later one waits on it before it goes on: when the test
+	// kills the connections, messages are being handled and handled ones
+	// are not yet acknowledged.
+	hold     chan struct{}
+	holdFrom int
+	cameBack atomic.Int64 // deliveries handed to a worker after they had been handled
 }
 
-// step is what one message takes to handle, real time: long enough that the
-// three kills (a second each) find messages being handled and handled ones
-// not yet acknowledged.
-const step = 30 * time.Millisecond
+// countCameBack counts the deliveries of a batch that had been handled before.
+func (l *keyLog) countCameBack(next messaging.Handler) messaging.Handler {
+	return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		l.mu.Lock()
+		for _, m := range messages {
+			if l.seen[m.(messaging.Delivery).MessageID] {
+				l.cameBack.Add(1)
+			}
+		}
+		l.mu.Unlock()
+		next.Handle(ctx, messages...)
+	})
+}
 
 func (l *keyLog) handle(_ context.Context, messages ...any) {
 	for _, message := range messages {
 		d := message.(messaging.Delivery)
 		key, seq := parse(d.MessageID)
-		time.Sleep(step) // see step
 		l.mu.Lock()
 		highest, any := l.highest[key]
 		switch {
@@ -91,8 +111,30 @@ func (l *keyLog) handle(_ context.Context, messages ...any) {
 			l.seen[d.MessageID] = true
 			l.progress <- len(l.seen)
 		}
+		var hold chan struct{}
+		if len(l.seen) >= l.holdFrom {
+			hold = l.hold
+		}
 		l.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 	}
+}
+
+// holdAt makes the workers that handle the n-th distinct message and later
+// ones wait until letGo.
+func (l *keyLog) holdAt(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hold, l.holdFrom = make(chan struct{}), n
+}
+
+func (l *keyLog) letGo() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.hold)
+	l.hold = nil
 }
 
 func (l *keyLog) waitFor(t *testing.T, ctx context.Context, handled int) {
@@ -117,7 +159,7 @@ func runRedelivered(t *testing.T, url string, batch uint16, guard messaging.Midd
 	queue, exchange := testenv.Name(t, "ordering-kills"), testenv.Name(t, "ordering-kills-x")
 	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
 	l := &keyLog{highest: map[string]int{}, seen: map[string]bool{}, progress: make(chan int, total)}
-	handler := Middleware(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(guard(messaging.HandlerFunc(l.handle)))
+	handler := l.countCameBack(Middleware(ByHeader("x-order-id"), Options.ArrivalWindow(time.Second), Options.Monitor(testMonitor(t)))(guard(messaging.HandlerFunc(l.handle))))
 	handlers := make([]messaging.Handler, workers)
 	for i := range handlers {
 		handlers[i] = handler
@@ -143,8 +185,10 @@ func runRedelivered(t *testing.T, url string, batch uint16, guard messaging.Midd
 	<-opened.live // the first opening
 	publishKeyed(t, transport, exchange, ids("order-", keyCount), total)
 	for _, at := range []int{total / 4, total / 2, 3 * total / 4} {
+		l.holdAt(at)
 		l.waitFor(t, ctx, at)
 		testenv.Rabbitmqctl(t, "close_all_connections", "ordering test disruption")
+		l.letGo()
 		opened.reopened(t, ctx)
 	}
 	l.waitFor(t, ctx, total)
@@ -158,7 +202,7 @@ func runRedelivered(t *testing.T, url string, batch uint16, guard messaging.Midd
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.result
-	r.total, r.keys, r.opened = total, keyCount, opened.count()
+	r.total, r.keys, r.opened, r.cameBack = total, keyCount, opened.count(), int(l.cameBack.Load())
 	return r
 }
 
@@ -212,15 +256,14 @@ func emptied(t *testing.T, url, queue string, bound time.Duration) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); {
+	var lookErr error
+	empty := testenv.Poll(bound, func() bool {
 		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-		if err != nil {
-			t.Fatalf("look at %s: %v", queue, err)
-		}
-		if q.Messages == 0 {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond) // polling the real broker's queue depth
+		lookErr = err
+		return err != nil || q.Messages == 0
+	})
+	if lookErr != nil {
+		t.Fatalf("look at %s: %v", queue, lookErr)
 	}
-	return false
+	return empty
 }

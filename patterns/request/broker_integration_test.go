@@ -158,22 +158,20 @@ func TestBrokerErrorReplyArrivesAtOnceAndTimeoutIsItsOwnError(t *testing.T) {
 // returns how many it holds.
 func waitForMessages(t *testing.T, url, queue string, want int) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		err := withChannel(url, func(ch *amqp.Channel) error {
+	var n int
+	var err error
+	testenv.Poll(10*time.Second, func() bool {
+		err = withChannel(url, func(ch *amqp.Channel) error {
 			q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
 			n = q.Messages
 			return err
 		})
-		if err != nil {
-			t.Fatalf("inspect %s: %v", queue, err)
-		}
-		if n >= want || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(20 * time.Millisecond) // polling the real broker
+		return err != nil || n >= want
+	})
+	if err != nil {
+		t.Fatalf("inspect %s: %v", queue, err)
 	}
+	return n
 }
 
 // TestBrokerWriteBothReadEither: a request published by hand with only the

@@ -229,7 +229,7 @@ func TestMemoryDoWithPassesTheEnvelopeAndALateReplyIsDropped(t *testing.T) {
 		late := func(ctx context.Context, d messaging.Delivery, r priceRequest) (priceResponse, error) {
 			seen <- d
 			if r.SKU == "late" {
-				time.Sleep(2 * time.Second)
+				time.Sleep(2 * time.Second) // the bubble's clock: past the caller's timeout, at once
 			}
 			return price(ctx, d, r)
 		}
@@ -264,7 +264,7 @@ func TestMemoryDoWithPassesTheEnvelopeAndALateReplyIsDropped(t *testing.T) {
 		if _, err := requester.Do(ctx, priceRequest{SKU: "late"}); !errors.Is(err, ErrRequestTimedOut) {
 			t.Fatalf("got %v; want ErrRequestTimedOut", err)
 		}
-		time.Sleep(2 * time.Second) // the responder answers a second after the caller gave up
+		time.Sleep(2 * time.Second) // the bubble's clock: the responder answers a second after the caller gave up
 		synctest.Wait()
 		if got := monitor.count("dropped"); got != 1 {
 			t.Errorf("%d late replies reported dropped; want 1", got)

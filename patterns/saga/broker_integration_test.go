@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,7 @@ func TestASagaRunsOncePerMessageThroughConnectionKills(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	budget := retrypolicy.Fixed(5, 10*time.Millisecond)
 	worker := messaging.Chain(
+		p.countCameBack,
 		retry.Middleware(retry.Options.Policy(budget), retry.Options.Logger(quiet)),
 		sqltx.Middleware(db, sqltx.Options.Logger(quiet)),
 	)(Handler(placeOrder, store, idempotency.Options.Logger(quiet), idempotency.Options.InProgressDelay(100*time.Millisecond)))
@@ -81,8 +83,10 @@ func TestASagaRunsOncePerMessageThroughConnectionKills(t *testing.T) {
 	publish(t, ctx, encoded, exchange, total)
 
 	for _, at := range []int{total / 4, total / 2, 3 * total / 4} {
+		p.holdAt(at)
 		p.waitFor(t, ctx, at)
 		testenv.Rabbitmqctl(t, "close_all_connections", "saga test disruption")
+		p.letGo()
 	}
 	p.waitFor(t, ctx, total)
 	drained := waitForEmpty(t, url, queue, time.Minute)
@@ -92,6 +96,11 @@ func TestASagaRunsOncePerMessageThroughConnectionKills(t *testing.T) {
 	<-listening
 	t.Logf("the consumer opened its stream %d times", opened.count())
 	p.check(t, total)
+	if n := p.cameBack.Load(); n == 0 {
+		t.Errorf("no delivery came back after its saga had run: the kills tested nothing")
+	} else {
+		t.Logf("%d deliveries came back after their saga had run", n)
+	}
 	if !drained {
 		t.Errorf("%s still held messages a minute after every saga ran", queue)
 	}
@@ -126,29 +135,64 @@ type placements struct {
 	reserved map[string]int
 	refunded map[string]int
 	progress chan int // the number of orders reserved so far, after each
+	// While hold is not nil, a saga that reserves the holdFrom-th order or a
+	// later one waits on it before its next step: when the test kills the
+	// connections, sagas are running and the batches they are part of, some
+	// of whose sagas have finished, are not yet acknowledged.
+	hold     chan struct{}
+	holdFrom int
+	cameBack atomic.Int64 // deliveries handed to the worker after their saga had run
 }
 
-// step is the time a step takes, real time: long enough for a kill to find
-// sagas running and finished batches not yet acknowledged.
-const step = 40 * time.Millisecond
+// countCameBack counts the deliveries of a batch whose saga had already run.
+func (p *placements) countCameBack(next messaging.Handler) messaging.Handler {
+	return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
+		p.mu.Lock()
+		for _, m := range messages {
+			if p.reserved[m.(placedOrder).ID] > 0 {
+				p.cameBack.Add(1)
+			}
+		}
+		p.mu.Unlock()
+		next.Handle(ctx, messages...)
+	})
+}
 
 func (p *placements) reserve(_ context.Context, o placedOrder) error {
-	time.Sleep(step) // see step
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.reserved[o.ID]++
 	if p.reserved[o.ID] == 1 {
 		p.progress <- len(p.reserved)
 	}
+	var hold chan struct{}
+	if len(p.reserved) >= p.holdFrom {
+		hold = p.hold
+	}
+	p.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	return nil
+}
+
+// holdAt makes the sagas that reserve the n-th order and later ones wait
+// until letGo.
+func (p *placements) holdAt(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hold, p.holdFrom = make(chan struct{}), n
+}
+
+func (p *placements) letGo() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.hold)
+	p.hold = nil
 }
 
 func (p *placements) release(context.Context, placedOrder) error { return nil }
 
-func (p *placements) charge(context.Context, placedOrder) error {
-	time.Sleep(step) // see step
-	return nil
-}
+func (p *placements) charge(context.Context, placedOrder) error { return nil }
 
 func (p *placements) refund(_ context.Context, o placedOrder) error {
 	p.mu.Lock()
@@ -258,15 +302,14 @@ func waitForEmpty(t *testing.T, url, queue string, bound time.Duration) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(bound); time.Now().Before(deadline); {
+	var lookErr error
+	empty := testenv.Poll(bound, func() bool {
 		q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-		if err != nil {
-			t.Fatalf("look at %s: %v", queue, err)
-		}
-		if q.Messages == 0 {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond) // polling the real broker's queue depth
+		lookErr = err
+		return err != nil || q.Messages == 0
+	})
+	if lookErr != nil {
+		t.Fatalf("look at %s: %v", queue, lookErr)
 	}
-	return false
+	return empty
 }

@@ -175,7 +175,7 @@ func TestADeadlineStopsAtAStepBoundaryAndCompensates(t *testing.T) {
 		step := func(name string, took time.Duration) Step[string] {
 			return Step[string]{
 				Name: name,
-				Do:   func(context.Context, string) error { record("do " + name); time.Sleep(took); return nil },
+				Do:   func(context.Context, string) error { record("do " + name); time.Sleep(took); return nil }, // the bubble's clock
 				Undo: func(ctx context.Context, _ string) error {
 					record(fmt.Sprintf("undo %s (ctx %v)", name, ctx.Err()))
 					return nil
