@@ -141,7 +141,7 @@ func TestTheHandlesOfASharingConnectorAreChannelsOfTwoConnections(t *testing.T) 
 	if err := last.Close(); err != nil {
 		t.Fatalf("close the last handle: %v", err)
 	}
-	eventually(t, settle, "the shared connections closed with the last handle", func() bool {
+	testenv.Eventually(t, settle, "the shared connections closed with the last handle", func() bool {
 		return len(brokerConnections(t, name)) == 0
 	})
 }
@@ -239,7 +239,7 @@ func TestSharedConnectionsClosedByTheBrokerAreRedialledOnceAndLoseNothing(t *tes
 			errs <- publish(ctx, connector, queue, p, closed, after, published)
 		}()
 	}
-	eventually(t, settle, "a first run of messages published and consumed", func() bool {
+	testenv.Eventually(t, settle, "a first run of messages published and consumed", func() bool {
 		return published.len() >= publishers*after && consumed.len() >= publishers*after/2
 	})
 	open := brokerConnections(t, name)
@@ -257,7 +257,7 @@ func TestSharedConnectionsClosedByTheBrokerAreRedialledOnceAndLoseNothing(t *tes
 			t.Fatal(err)
 		}
 	}
-	eventually(t, settle, "every published message consumed", func() bool { return consumed.len() >= published.len() })
+	testenv.Eventually(t, settle, "every published message consumed", func() bool { return consumed.len() >= published.len() })
 	cancel()
 	<-consumerDone
 

@@ -227,7 +227,7 @@ func parkForeignOrders(t *testing.T, amqpURL string, count int) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, 100*time.Millisecond, "the foreign orders parked", func() (bool, string) {
+	eventually(t, 60*time.Second, "the foreign orders parked", func() (bool, string) {
 		n := parked()
 		return n >= before+count, fmt.Sprintf("%s.parked holds %d, want %d", shipQueue, n, before+count)
 	})
