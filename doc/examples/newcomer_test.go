@@ -362,13 +362,7 @@ func newcomerShipments(t *testing.T, db *sql.DB, shop *newcomerShop, id string) 
 // newcomerEventually polls done for up to 30 seconds.
 func newcomerEventually(t *testing.T, what string, done func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30s for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a real broker and database
-	}
+	testenv.Eventually(t, 30*time.Second, what, done)
 }
 
 // newcomerGet fetches url within 10 seconds.

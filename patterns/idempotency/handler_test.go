@@ -231,10 +231,10 @@ func (f *HandlerFixture) TestAKeyFunctionThatPanicsReleasesWhatWasClaimed() {
 func (f *HandlerFixture) TestALongHandlerRenewsItsClaimsWhileItRuns() {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
 		f.store.lease = 9 * time.Second
-		f.during = func(context.Context) { time.Sleep(10 * time.Second) } // renewed at 3, 6 and 9 s
+		f.during = func(context.Context) { time.Sleep(10 * time.Second) } // the bubble's clock: renewed at 3, 6 and 9 s
 		f.So(f.handle(), should.BeNil)
 		f.So(f.store.renewals(), should.Equal, []string{"m0", "m1", "m2", "m0", "m1", "m2", "m0", "m1", "m2"})
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute)                        // the bubble's clock
 		f.So(len(f.store.renewals()), should.Equal, 9) // stopped with the handler
 	})
 	f.So(f.store.confirmed, should.Equal, []string{"m0", "m1", "m2"})
@@ -247,7 +247,7 @@ func (f *HandlerFixture) TestAClaimLostDuringTheHandlerIsCountedAndLeftAlone() {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
 		f.store.lease = 3 * time.Second
 		f.store.errs["renew m1"] = ErrClaimLost
-		f.during = func(context.Context) { time.Sleep(10 * time.Second) }
+		f.during = func(context.Context) { time.Sleep(10 * time.Second) } // the bubble's clock
 		f.So(f.handle(), should.BeNil)
 	})
 	f.So(f.store.confirmed, should.Equal, []string{"m0", "m2"})
@@ -269,7 +269,7 @@ func (f *HandlerFixture) TestAFailedRenewalIsReportedAndTriedAgain() {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
 		f.store.lease = 3 * time.Second
 		f.store.errs["renew m0"] = errors.New("deadlock found")
-		f.during = func(context.Context) { time.Sleep(5500 * time.Millisecond) }
+		f.during = func(context.Context) { time.Sleep(5500 * time.Millisecond) } // the bubble's clock
 		f.So(f.handle(), should.BeNil)
 	})
 	f.So(f.monitor.count("store_failed renew"), should.Equal, 5)
@@ -279,7 +279,7 @@ func (f *HandlerFixture) TestAFailedRenewalIsReportedAndTriedAgain() {
 // A claim with no lease (a claim in a transaction) is not renewed.
 func (f *HandlerFixture) TestAClaimWithoutALeaseIsNotRenewed() {
 	synctest.Test(f.T().(*testing.T), func(*testing.T) {
-		f.during = func(context.Context) { time.Sleep(time.Hour) }
+		f.during = func(context.Context) { time.Sleep(time.Hour) } // the bubble's clock
 		f.So(f.handle(), should.BeNil)
 	})
 	f.So(f.store.renewals(), should.BeEmpty)

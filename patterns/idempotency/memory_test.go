@@ -69,9 +69,9 @@ func (f *MemoryStoreFixture) TestAConfirmedKeyIsNotForgottenByALateRelease() {
 func (f *MemoryStoreFixture) TestAClaimWhoseLeaseEndedIsTakenAgain() {
 	f.inBubble(func() {
 		f.claim("k")
-		time.Sleep(59 * time.Second)
+		time.Sleep(59 * time.Second) // the bubble's clock
 		f.So(f.claim("k").Result, should.Equal, InProgress)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the bubble's clock
 		f.So(f.claim("k").Result, should.Equal, Claimed)
 		f.So(f.claim("k").Result, should.Equal, InProgress) // the new holder's lease
 	})
@@ -82,7 +82,7 @@ func (f *MemoryStoreFixture) TestAClaimWhoseLeaseEndedIsTakenAgain() {
 func (f *MemoryStoreFixture) TestALateHolderCannotTouchTheClaimThatReplacedIt() {
 	f.inBubble(func() {
 		first := f.claim("k")
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // the bubble's clock
 		second := f.claim("k")
 		f.So(second.Result, should.Equal, Claimed)
 		f.So(second.Owner, should.NotEqual, first.Owner)
@@ -102,7 +102,7 @@ func (f *MemoryStoreFixture) TestARenewedClaimKeepsItsKeyPastTheLease() {
 	f.inBubble(func() {
 		c := f.claim("k")
 		for range 5 {
-			time.Sleep(40 * time.Second)
+			time.Sleep(40 * time.Second) // the bubble's clock
 			f.So(f.store.Renew(f.ctx, c), should.BeNil)
 			f.So(f.claim("k").Result, should.Equal, InProgress)
 		}
@@ -127,7 +127,7 @@ func (f *MemoryStoreFixture) TestEntriesOlderThanTheTTLAreSweptOnClaim() {
 		f.So(f.store.Confirm(f.ctx, f.claim("a")), should.BeNil)
 		f.claim("b")
 		f.So(f.store.Len(), should.Equal, 2)
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // the bubble's clock
 		f.So(f.claim("c").Result, should.Equal, Claimed)
 		f.So(f.store.Len(), should.Equal, 1)
 		f.So(f.claim("a").Result, should.Equal, Claimed)

@@ -142,7 +142,7 @@ func TestAClaimInTheHandlersTransactionCommitsWithTheWork(t *testing.T) {
 func TestConcurrentCopiesInTransactionsRunOnce(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, db *sql.DB) {
 		x := newTxBench(t, b, db)
-		x.then = func(context.Context, messaging.Delivery) { time.Sleep(50 * time.Millisecond) } // hold the transaction
+		x.then = func(context.Context, messaging.Delivery) { time.Sleep(50 * time.Millisecond) } // real time: hold the transaction open while the other copies try theirs
 		var wg sync.WaitGroup
 		panics := make(chan any, 8)
 		for range 8 {

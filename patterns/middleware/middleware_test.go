@@ -184,7 +184,7 @@ func (f *MiddlewareFixture) TestLoggingWithoutPrintfWritesOneConstantMessageWith
 	logger := Options.Logger(slog.New(slog.NewTextHandler(&logged, nil)))
 	f.inBubble(func() {
 		mixed := messaging.HandlerFunc(func(ctx context.Context, _ ...any) {
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // the bubble's clock
 			_ = messaging.Park(ctx, messaging.DeliveriesFrom(ctx)[1], errors.New("not now"))
 		})
 		handle(Logging(nil, logger)(mixed), f.settler, batch(2))
