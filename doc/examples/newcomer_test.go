@@ -96,24 +96,13 @@ func (s *newcomerShop) price(_ context.Context, _ messaging.Delivery, question n
 // same order twice publishes the same message twice, and the consumer's
 // idempotency claim takes the second as a duplicate.
 func (s *newcomerShop) place(ctx context.Context, publishing messaging.Connector, order newcomerOrder) error {
-	ctx, slot := messaging.WithTransactionSlot(ctx)
-	connection, err := publishing.Connect(ctx)
-	if err != nil {
-		return fmt.Errorf("connect to the outbox: %w", err)
-	}
-	defer connection.Close()
-	writer, err := connection.CommitWriter(ctx) // BEGIN; fills slot.Tx
-	if err != nil {
-		return fmt.Errorf("begin the order's transaction: %w", err)
-	}
-	defer writer.Close() // rolls back unless committed
-	if err := s.save(ctx, slot.Tx, order); err != nil {
-		return fmt.Errorf("store order %s: %w", order.ID, err)
-	}
-	if _, err := writer.Write(ctx, messaging.Dispatch{MessageID: order.ID, Message: order}); err != nil {
-		return fmt.Errorf("store order %s's message: %w", order.ID, err)
-	}
-	return writer.Commit()
+	return transactional.Run(ctx, publishing, func(ctx context.Context, state transactional.State) error {
+		if err := s.save(ctx, state.Tx, order); err != nil {
+			return fmt.Errorf("store order %s: %w", order.ID, err)
+		}
+		_, err := state.Writer.Write(ctx, messaging.Dispatch{MessageID: order.ID, Message: order})
+		return err // nil: the order and its message commit together
+	})
 }
 
 // newcomerService is what the wiring returns: the outbox connector the

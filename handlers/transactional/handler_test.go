@@ -414,3 +414,55 @@ func (f *HandlerFixture) TestTheMiddlewareFormHandsTheStateThroughTheContext() {
 	_, ok := StateFrom(context.Background())
 	f.So(ok, should.BeFalse)
 }
+
+func (f *HandlerFixture) TestRunCommitsWhatItsFunctionWroteInItsTransaction() {
+	err := Run(context.Background(), f.connector, func(ctx context.Context, state State) error {
+		f.So(state.Tx, should.Equal, f.connector.tx)
+		_, err := state.Writer.Write(ctx, messaging.Dispatch{MessageID: "placed"})
+		return err
+	})
+	f.So(err, should.BeNil)
+	writer := f.connector.connection.writers[0]
+	f.So(writer.written, should.HaveLength, 1)
+	f.So(writer.commits, should.Equal, 1)
+	f.So(writer.rollbacks, should.Equal, 0)
+	f.So(writer.closes, should.Equal, 1)
+	f.So(f.connector.connection.closes, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestRunRollsBackWhenItsFunctionFails() {
+	refused := errors.New("out of stock")
+	err := Run(context.Background(), f.connector, func(ctx context.Context, state State) error {
+		_, _ = state.Writer.Write(ctx, messaging.Dispatch{MessageID: "placed"})
+		return refused
+	})
+	f.So(err, should.Equal, refused)
+	writer := f.connector.connection.writers[0]
+	f.So(writer.commits, should.Equal, 0)
+	f.So(writer.rollbacks, should.Equal, 1)
+	f.So(writer.closes, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestRunRollsBackAndRepanicsWhenItsFunctionPanics() {
+	value := recoveredValue(func() {
+		_ = Run(context.Background(), f.connector, func(context.Context, State) error { panic("boom") })
+	})
+	f.So(value, should.Equal, "boom")
+	writer := f.connector.connection.writers[0]
+	f.So(writer.rollbacks, should.Equal, 1)
+	f.So(writer.closes, should.Equal, 1)
+	f.So(f.connector.connection.closes, should.Equal, 1)
+}
+
+func (f *HandlerFixture) TestRunReturnsAFailedCommit() {
+	f.connector.commitErr = errors.New("the database went away")
+	err := Run(context.Background(), f.connector, func(context.Context, State) error { return nil })
+	f.So(err, should.Wrap, f.connector.commitErr)
+	f.So(err.Error(), should.StartWith, "transactional: commit: ")
+}
+
+func recoveredValue(run func()) (value any) {
+	defer func() { value = recover() }()
+	run()
+	return nil
+}
