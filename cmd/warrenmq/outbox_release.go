@@ -28,6 +28,7 @@ const releaseBatch = 500
 // retired rows (errNotFound, exit status 4).
 func release(ctx context.Context, admin *sqlmq.Admin, f outboxFlags, ids []int64, stdout, stderr io.Writer) error {
 	bar := startProgress(stderr, f.progress, "release from "+f.table, "rows", "released", len(ids))
+	defer bar.stop() // also on a panic; stop may be called again
 	report := releaseReport{Table: f.table, Requested: len(ids), NotReleased: []int64{}}
 	var err error
 	if f.all {

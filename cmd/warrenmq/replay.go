@@ -152,6 +152,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		verb = "would move"
 	}
 	bar := startProgress(stderr, f.progress, "replay "+from.Queue, "messages", verb, depth)
+	defer bar.stop() // also on a panic; stop may be called again
 	read := 0
 	from.Filter = counting(from.Filter, &read)
 	each := replay.Options.Each(func(d messaging.Delivery, verdict replay.Verdict) {

@@ -329,7 +329,9 @@ func (c *call) markSettled(delivery messaging.Delivery, action, reason string) {
 	if action != ActionAccepted {
 		// A copy was confirmed: the original may go. An acceptance is not
 		// for good until the batch completes (its work may yet roll back).
-		c.addDone(delivery)
+		// Each delivery is settled once (every settling path checks
+		// isSettled first), so it is listed once.
+		c.done = append(c.done, delivery)
 	}
 	decision := messaging.Decision{Verdict: verdictOf(action)}
 	if reason != "" {

@@ -167,15 +167,8 @@ func (e *PartlySettledError) Unwrap() error { return e.Err }
 func (c *call) markDone(delivery messaging.Delivery) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.addDone(delivery)
-}
-
-// addDone is markDone with c.mu held; a delivery is listed once.
-func (c *call) addDone(delivery messaging.Delivery) {
-	for _, d := range c.done {
-		if keyOf(d) == keyOf(delivery) {
-			return
-		}
+	if decision, settled := c.decisions[keyOf(delivery)]; settled && decision.Verdict != messaging.Accepted {
+		return // set aside while it ran alone: markSettled listed it
 	}
 	c.done = append(c.done, delivery)
 }

@@ -459,6 +459,7 @@ func (f *HandlerFixture) TestRunReturnsAFailedCommit() {
 	err := Run(context.Background(), f.connector, func(context.Context, State) error { return nil })
 	f.So(err, should.Wrap, f.connector.commitErr)
 	f.So(err.Error(), should.StartWith, "transactional: commit: ")
+	f.So(f.connector.connection.writers[0].rollbacks, should.Equal, 1) // as New does after a failed commit
 }
 
 func recoveredValue(run func()) (value any) {

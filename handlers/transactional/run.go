@@ -45,10 +45,10 @@ func Run(ctx context.Context, connector messaging.Connector, fn func(ctx context
 	if err := fn(ctx, State{Tx: slot.Tx, Writer: boundWriter{writer: writer}}); err != nil {
 		return err
 	}
-	committed = true
 	if err := writer.Commit(); err != nil {
-		return fmt.Errorf("transactional: commit: %w", err)
+		return fmt.Errorf("transactional: commit: %w", err) // rolled back, as New does after a failed commit
 	}
+	committed = true
 	return nil
 }
 
