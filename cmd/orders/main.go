@@ -309,6 +309,7 @@ func (svc *service) buildHandlers(context.Context) error {
 	if err != nil {
 		return err
 	}
+	svc.onRelease(func() { _ = claims.Close() }) // its prepared statements, before the database
 	once := idempotency.InTransaction(claims, idempotency.Options.Monitor(svc.metrics.Idempotency()))
 	svc.shipper = svc.tracing.handler(retry.New(
 		transactional.New(svc.encodedOutbox, func(state transactional.State) messaging.Handler {

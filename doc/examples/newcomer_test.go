@@ -179,7 +179,7 @@ func newcomerWiring(ctx context.Context, db *sql.DB, address string, listener ne
 	// Close in order: HTTP, what consumes, the outbox's relay and connections, the transport last.
 	stop := func(ctx context.Context) error { // ctx bounds the HTTP drain
 		return errors.Join(server.Shutdown(ctx), consumer.Close(), responder.Close(), requester.Close(),
-			relay.Close(), publishing.Close(), checker.Close(), transport.Close())
+			relay.Close(), publishing.Close(), claims.Close(), checker.Close(), transport.Close())
 	}
 	return &newcomerService{publishing: publishing, ask: requester.Do, close: stop}, nil
 	// newcomer:end
