@@ -18,6 +18,9 @@ func (o *outbox) handoff(rows []row) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for _, r := range rows {
+		delete(o.inflight, r.id) // from here a read of the table may take it
+	}
 	if o.stopping {
 		return // stored; the next start (or another instance) publishes them
 	}

@@ -74,6 +74,7 @@ func (w *joinedWriter) Write(ctx context.Context, dispatches ...messaging.Dispat
 	if err != nil {
 		return 0, err
 	}
+	w.outbox.committing(ids) // until Commit hands them off, or Rollback
 	for i, id := range ids {
 		w.rows = append(w.rows, row{id: id, dispatch: clone(normalized[i]), created: created, leaseUntil: leaseUntil})
 	}
@@ -98,6 +99,7 @@ func (w *joinedWriter) Commit() error {
 	if len(rows) == 0 {
 		return nil
 	}
+	defer w.outbox.settled(rowIDs(rows)) // after the handoff: what it did not take is not coming
 	committed, err := w.outbox.store.stored(w.ctx, rows)
 	if err != nil {
 		w.outbox.config.logger.Warn(fmt.Sprintf("Unable to read back the [%d] message(s) written in the caller's transaction [%v]; if it committed, they are published when their lease runs out.", len(rows), err),
@@ -116,6 +118,7 @@ func (w *joinedWriter) Commit() error {
 func (w *joinedWriter) Rollback() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.outbox.settled(rowIDs(w.rows))
 	w.done, w.rows = true, nil
 	return nil
 }

@@ -31,6 +31,11 @@ type outbox struct {
 	mu       sync.Mutex
 	stopping bool
 	expected map[int64]struct{} // rows handed off (or claimed) and not yet settled
+	// inflight are the rows of transactions between their INSERT and their
+	// handoff: committed perhaps, but not yet handed over. A read of the
+	// table leaves them to their handoff, which may come just after a
+	// catch-up pass read them: published from both, they would go twice.
+	inflight map[int64]struct{}
 	// suspended is set when a handoff found the channel full: later commits
 	// leave their rows in the table too, so the processor, which publishes them
 	// from there in id order once its channel is empty, keeps commit order.
@@ -66,6 +71,41 @@ func newOutbox(c config) *outbox {
 		channel:  make(chan row, c.channelCap),
 		wake:     make(chan struct{}, 1),
 		expected: map[int64]struct{}{},
+		inflight: map[int64]struct{}{},
+	}
+}
+
+// committing records rows a transaction inserted, until their handoff (or
+// settle, when the transaction did not commit) takes them.
+func (o *outbox) committing(ids []int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		o.inflight[id] = struct{}{}
+	}
+}
+
+// withoutCommitting returns rows less those whose transaction has not yet
+// handed them off: their handoff publishes them.
+func (o *outbox) withoutCommitting(rows []row) []row {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := rows[:0:0]
+	for _, r := range rows {
+		if _, committing := o.inflight[r.id]; !committing {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
+
+// settled forgets rows committing recorded whose transaction ended without
+// a handoff (rolled back, failed, or left to the lease).
+func (o *outbox) settled(ids []int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		delete(o.inflight, id)
 	}
 }
 

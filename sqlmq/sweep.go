@@ -84,7 +84,10 @@ func (p *processor) catchUp(ctx context.Context) bool {
 	}
 	// Rows on their way do not count: a pass from the first row is over
 	// when it finds none left behind.
-	published := p.dispatchNew(ctx, rows) + len(unreadable)
+	// A row committed just now whose handoff has not come yet is left to it:
+	// read here too, it would be published twice. (The lease sweep does not
+	// wait for it: a writer never committed or closed must not hold a row.)
+	published := p.dispatchNew(ctx, o.withoutCommitting(rows)) + len(unreadable)
 	switch {
 	case published > 0 || (start > 0 && len(rows) > 0):
 		return true // the pass goes on past the cursor

@@ -102,12 +102,15 @@ func (w *commitWriter) commit() ([]row, error) {
 			_ = w.tx.Rollback()
 			return nil, err
 		}
+		w.outbox.committing(ids) // until Commit hands them off
 	}
 	if err := w.tx.Commit(); err != nil {
 		if len(ids) == 0 || !inDoubt(err) {
+			w.outbox.settled(ids)
 			return nil, fmt.Errorf("sqlmq: commit the outbox transaction: %w; none of its %d message(s) was stored", err, len(w.pending))
 		}
 		if err := w.resolve(ids[0], w.pending[0].MessageID, len(ids), err); err != nil {
+			w.outbox.settled(ids) // not stored, or unknown: if stored, the table publishes them
 			return nil, err
 		}
 	}
