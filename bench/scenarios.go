@@ -79,7 +79,7 @@ func consumeScenario(s settings) scenario {
 		n, err := rawConsume(ctx, s.url, queue, s.window, s.messages, limit)
 		return watch.stop(n), err
 	}
-	return scenario{name: "consume", allocs: true, sides: []side{
+	return scenario{name: "consume", allocs: true, report: consumeAckReport(s.window), sides: []side{
 		{name: "raw", run: raw},
 		{name: "tuned", baseline: "raw", run: func(ctx context.Context, queue string) (measurement, error) {
 			return consumeOurs(ctx, s, queue, body, limit,
@@ -93,6 +93,30 @@ func consumeScenario(s settings) scenario {
 			return consumeOurs(ctx, s, queue, body, limit)
 		}},
 	}}
+}
+
+// ackCounter counts the runtime's acknowledgements, each a call to the broker.
+type ackCounter struct {
+	streaming.NopMonitor
+	calls atomic.Int64
+}
+
+func (c *ackCounter) BatchAcknowledged(string, int, error) { c.calls.Add(1) }
+
+// consumeAckReport prints how many messages each of our sides settled per
+// acknowledgement, beside raw's fixed multiple-ack every half window: every
+// acknowledgement is a frame both the client and the broker process.
+func consumeAckReport(window int) func([]measurement) {
+	return func(totals []measurement) {
+		names := []string{"tuned", "buffer-256", "defaults"}
+		parts := []string{fmt.Sprintf("raw %d", max(1, window/2))}
+		for i, name := range names {
+			if m := totals[i+1]; m.batches > 0 {
+				parts = append(parts, fmt.Sprintf("%s %.1f", name, float64(m.msgs)/float64(m.batches)))
+			}
+		}
+		fmt.Printf("# consume msgs/ack: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 func consumeOurs(ctx context.Context, s settings, queue string, body []byte, limit time.Duration, options ...streaming.SubscriptionOption) (measurement, error) {
@@ -138,7 +162,9 @@ func consumeWith(ctx context.Context, s settings, queue string, body []byte, lim
 		streaming.SubscriptionOptions.EstablishTopology(false),
 		streaming.SubscriptionOptions.DeadLetters(false),
 	}, options...)
-	consumer := streaming.New(decoded, streaming.Options.Subscriptions(streaming.NewSubscription(queue, options...)))
+	acks := &ackCounter{}
+	consumer := streaming.New(decoded, streaming.Options.Monitor(acks),
+		streaming.Options.Subscriptions(streaming.NewSubscription(queue, options...)))
 	watch := startWatch()
 	go consumer.Listen()
 	timer := time.NewTimer(limit)
@@ -149,6 +175,7 @@ func consumeWith(ctx context.Context, s settings, queue string, body []byte, lim
 	}
 	m := watch.stop(int(handled.Load()))
 	_ = consumer.Close()
+	m.batches = int(acks.calls.Load())
 	if m.msgs < s.messages {
 		return m, fmt.Errorf("consumed %d of %d within %s; is the broker under a memory alarm or another consumer on the queue?", m.msgs, s.messages, limit)
 	}

@@ -206,14 +206,48 @@ func (f *ConsumerFixture) TestBatchesNeverWaitToFill() {
 	})
 }
 
-func (f *ConsumerFixture) TestABatchIsAcknowledgedAtOnceWhenNothingElseIsBuffered() {
+func (f *ConsumerFixture) TestABatchIsAcknowledgedWithinTheLingerWhenNothingElseComes() {
 	f.inBubble(func() {
 		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
 		f.stream.push(delivery("1"))
 		receive(f.T(), f.handler.entered, "the handler to start a batch")
 		f.handler.release(f.T())
+		synctest.Wait()
+		f.So(f.stream.ackedFlat(), should.BeEmpty) // waiting for a next delivery to join it
+		started := time.Now()
 		eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 1 })
+		f.So(time.Since(started), should.Equal, ackLinger)
 		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+	})
+}
+
+func (f *ConsumerFixture) TestADeliveryArrivingWithinTheLingerSharesTheAcknowledgement() {
+	f.inBubble(func() {
+		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+		f.stream.push(delivery("1"))
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+		f.handler.release(f.T())
+		synctest.Wait()
+		time.Sleep(ackLinger / 2) // advances the bubble's clock to within the linger
+		f.stream.push(delivery("2"))
+		receive(f.T(), f.handler.entered, "the handler to start the second batch")
+		f.handler.release(f.T())
+		eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 2 })
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1", "2"}})
+	})
+}
+
+func (f *ConsumerFixture) TestALingeringWorkerAcknowledgesAtOnceWhenTheConsumerCloses() {
+	f.inBubble(func() {
+		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+		f.stream.push(delivery("1"))
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+		f.handler.release(f.T())
+		synctest.Wait()
+		started := time.Now()
+		f.So(f.consumer.Close(), should.BeNil)
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+		f.So(time.Since(started), should.BeLessThan, ackLinger)
 	})
 }
 
@@ -527,6 +561,8 @@ func (f *ConsumerFixture) TestAFailedAcknowledgementEndsTheSession() {
 		f.stream.ackErr = errors.New("channel closed")
 		f.listen()
 		f.stream.push(delivery("1"))
+		synctest.Wait()
+		time.Sleep(ackLinger) // advances the bubble's clock to the acknowledgement
 		f.concluded()
 		f.So(f.monitor.list(), should.Equal, []string{"opened q <nil>", "handled q 1", "acknowledged q 1 channel closed", "closed q"})
 		f.So(f.logs.String(), should.ContainSubstring,

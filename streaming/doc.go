@@ -4,6 +4,14 @@
 // wait to fill), hands each batch to a worker's messaging.Handler and
 // acknowledges the batch only after Handle returns.
 //
+// Acknowledgements are multiple-acks that cover many batches: a worker holds
+// what it handled while more is buffered, up to half the prefetch, and when
+// the buffer runs dry it waits up to a millisecond for the next delivery
+// before acknowledging. A busy consumer so acknowledges about once per half
+// prefetch (each acknowledgement is a frame the client and the broker both
+// process); an idle one acknowledges within a millisecond of Handle
+// returning. Shutdown and a failing session acknowledge at once.
+//
 // Each subscription owns its connection and its reconnect loop: a failure in one
 // subscription never restarts another. After a session ends for any reason other
 // than shutdown, the subscription waits its ReconnectDelay (1 s by default) and

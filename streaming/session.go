@@ -41,7 +41,19 @@ type session struct {
 	// acknowledges them, while more are already buffered: one multiple-ack
 	// instead of one per batch. Half the prefetch keeps the broker sending.
 	coalesce int
+	// lingerUnder is how many handled deliveries a worker may hold while it
+	// waits up to ackLinger for the next delivery instead of acknowledging
+	// at once when the buffer runs dry: under load the next one is
+	// microseconds away, and each acknowledgement is a frame the client and
+	// the broker both process. Half the prefetch, shared by the workers, so
+	// the broker never runs out of prefetch while a worker lingers.
+	lingerUnder int
 }
+
+// ackLinger bounds how long handled deliveries wait for the next delivery
+// before they are acknowledged, when fewer than lingerUnder are held: an idle
+// consumer acknowledges within it, a busy one once per half prefetch.
+const ackLinger = time.Millisecond
 
 func newSession(r *runner, stream messaging.Stream) *session {
 	s := &session{
@@ -51,6 +63,7 @@ func newSession(r *runner, stream messaging.Stream) *session {
 		failed:   make(chan struct{}),
 		coalesce: max(int(r.subscription.batchCapacity), int(r.subscription.bufferCapacity)/2, 1),
 	}
+	s.lingerUnder = int(r.subscription.bufferCapacity) / 2 / max(len(r.workers), 1)
 	s.requeuer, _ = messaging.As[messaging.Requeuer](stream)
 	s.readCtx, s.stopRead = context.WithCancel(r.soft)
 	s.handleCtx, s.cancelHandle = context.WithCancel(context.WithoutCancel(r.soft))
@@ -182,8 +195,22 @@ func (s *session) read() {
 func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	var pending []*messaging.Delivery // handled, not yet acknowledged
 	requeues := 0                     // consecutive batches that returned deliveries to the queue
+	linger := time.NewTimer(ackLinger)
+	linger.Stop()
+	defer linger.Stop()
 	for {
-		batch, ok := s.next(len(pending) == 0)
+		var batch []*messaging.Delivery
+		ok := true
+		switch {
+		case len(pending) == 0:
+			batch, ok = s.next(nil)
+		case len(pending) < s.lingerUnder:
+			linger.Reset(ackLinger)
+			batch, ok = s.next(linger.C)
+			linger.Stop()
+		default:
+			batch, ok = s.next(closed)
+		}
 		if ok && batch == nil { // nothing buffered right now: settle what was handled
 			if !s.acknowledge(pending) {
 				return
@@ -219,7 +246,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 		}
 		requeues = 0
 		if len(pending) < s.coalesce && !s.stopping() {
-			continue // more is buffered, or next(false) will say not: one ack for all of them
+			continue // more is buffered, or next will say not: one ack for all of them
 		}
 		if !s.acknowledge(pending) {
 			return
@@ -254,32 +281,38 @@ func (s *session) stopping() bool {
 	return s.subscription.strategy != ShutdownStrategyDrain && s.soft.Err() != nil
 }
 
+// closed is a channel that is always ready: next(closed) does not wait.
+var closed = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
 // next waits for one delivery and takes whatever else is buffered, up to the
-// batch capacity, without waiting for more. With wait false it does not wait
-// for the first one either: it returns (nil, true) when nothing is buffered.
-func (s *session) next(wait bool) ([]*messaging.Delivery, bool) {
+// batch capacity, without waiting for more. It waits for the first one until
+// giveUp is ready (never when giveUp is nil), and returns (nil, true) when
+// nothing came by then.
+func (s *session) next(giveUp <-chan time.Time) ([]*messaging.Delivery, bool) {
 	var shutdown <-chan struct{}
 	if s.subscription.strategy != ShutdownStrategyDrain {
 		shutdown = s.soft.Done()
 	}
 	var first *messaging.Delivery
-	if !wait {
-		select {
-		case delivery, open := <-s.buffer:
-			if !open {
-				return nil, false
-			}
-			first = delivery
-		default:
-			return nil, true
+	select {
+	case delivery, open := <-s.buffer:
+		if !open {
+			return nil, false
 		}
-	} else {
+		first = delivery
+	default:
 		select {
 		case delivery, open := <-s.buffer:
 			if !open {
 				return nil, false
 			}
 			first = delivery
+		case <-giveUp:
+			return nil, true
 		case <-s.failed:
 			return nil, false
 		case <-s.handleCtx.Done():
