@@ -18,38 +18,77 @@ import (
 	"github.com/warrenmq/messaging/streaming"
 )
 
-// tally counts handled message ids, and per member how many it handled.
+// tally counts handled message ids, and per member how many it handled. It
+// also paces the members by what they have handled, not by how long handling
+// takes: each member's first message waits until every member has one (so
+// each has a share of the first quarter), and once a quarter of total is
+// handled, every member but member 0 waits until member 0 is closed (so the
+// others have work left to take over).
 type tally struct {
 	mu       sync.Mutex
+	members  int
+	total    int
 	byID     map[string]int
 	byMember map[int]int
 	closed   int // the member closed, once it was
 	after    int // what the closed member handled after CloseMember returned
 	isClosed bool
+	atClose  int           // how many messages were handled when member 0 closed
 	changed  chan struct{} // told after each message handled
+	allIn    chan struct{} // closed once every member handled a message
+	closedCh chan struct{} // closed once member 0 is closed
 }
 
-func newTally() *tally {
-	return &tally{byID: map[string]int{}, byMember: map[int]int{}, closed: -1, changed: make(chan struct{}, 1)}
+func newTally(members, total int) *tally {
+	return &tally{members: members, total: total, byID: map[string]int{}, byMember: map[int]int{}, closed: -1,
+		changed: make(chan struct{}, 1), allIn: make(chan struct{}), closedCh: make(chan struct{})}
+}
+
+// closeMember records that member was closed, and lets the others go on.
+func (t *tally) closeMember(member int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed, t.isClosed, t.atClose = member, true, len(t.byID)
+	close(t.closedCh)
 }
 
 func (t *tally) handler(member int) messaging.Handler {
-	return messaging.HandlerFunc(func(_ context.Context, messages ...any) {
+	return messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
 		for _, message := range messages {
-			time.Sleep(time.Millisecond) // real time: handling slow enough for the broker to give every member a share
 			t.mu.Lock()
 			t.byID[message.(messaging.Delivery).MessageID]++
 			t.byMember[member]++
+			first := t.byMember[member] == 1
+			if first && len(t.byMember) == t.members {
+				close(t.allIn)
+			}
 			if t.isClosed && member == t.closed {
 				t.after++
 			}
+			hold := member != 0 && !t.isClosed && len(t.byID) >= t.total/4
 			t.mu.Unlock()
 			select {
 			case t.changed <- struct{}{}:
 			default:
 			}
+			if first {
+				t.await(ctx, t.allIn)
+			}
+			if hold {
+				t.await(ctx, t.closedCh)
+			}
 		}
 	})
+}
+
+// await waits for event, at most 30 s or until the member is shut down; a
+// member that waited in vain shows in the test's counts.
+func (t *tally) await(ctx context.Context, event <-chan struct{}) {
+	select {
+	case <-event:
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+	}
 }
 
 func (t *tally) handled() int {
@@ -128,7 +167,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	const total, members = 1000, 4
 	queue, exchange := testenv.Name(t, "group"), testenv.Name(t, "group-x")
 	t.Cleanup(func() { testenv.DeleteTopology(url, []string{exchange}, queue, queue+".dlq", queue+".parked") })
-	tl := newTally()
+	tl := newTally(members, total)
 	g := startGroup(t, url, queue, exchange, members, tl)
 	publish(t, url, exchange, total)
 
@@ -142,9 +181,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	if err := g.CloseMember(0); err != nil {
 		t.Fatal(err)
 	}
-	tl.mu.Lock()
-	tl.closed, tl.isClosed = 0, true
-	tl.mu.Unlock()
+	tl.closeMember(0)
 	tl.waitFor(t, total)
 	// Every member stops and hands back what it held: a duplicate still on
 	// its way would be left in the queue.
@@ -158,7 +195,7 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
-	t.Logf("handled per member before member 0 closed %v, in all %v", before, tl.byMember)
+	t.Logf("handled per member before member 0 closed %v, in all %v; %d of %d handled when it closed", before, tl.byMember, tl.atClose, total)
 	for i := range total {
 		if n := tl.byID[fmt.Sprint("g-", i)]; n != 1 {
 			t.Errorf("g-%d handled %d times; want once", i, n)
@@ -171,6 +208,9 @@ func TestFourMembersShareAQueueAndTakeOverFromOneThatCloses(t *testing.T) {
 	}
 	if tl.after != 0 {
 		t.Errorf("member 0 handled %d messages after it was closed", tl.after)
+	}
+	if tl.atClose >= total {
+		t.Errorf("all %d messages were handled before member 0 closed; the others had nothing to take over", total)
 	}
 }
 

@@ -22,18 +22,20 @@ import (
 // handled, every id's handling count, and how many handlers ran at once per
 // key and overall.
 type journal struct {
-	changed   chan struct{} // told after each message handled
-	mu        sync.Mutex
-	order     map[string][]int
-	handled   map[string]int
-	perKey    map[string]int
-	running   int
-	mostAtAll int
-	mostInKey int
+	changed    chan struct{} // told after each message handled
+	overlapped chan struct{} // closed when two handlers first ran at once
+	company    sync.Once     // the first handler's wait for a second
+	mu         sync.Mutex
+	order      map[string][]int
+	handled    map[string]int
+	perKey     map[string]int
+	running    int
+	mostAtAll  int
+	mostInKey  int
 }
 
 func newJournal() *journal {
-	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}, changed: make(chan struct{}, 1)}
+	return &journal{order: map[string][]int{}, handled: map[string]int{}, perKey: map[string]int{}, changed: make(chan struct{}, 1), overlapped: make(chan struct{})}
 }
 
 func (j *journal) begin(key string) {
@@ -41,6 +43,9 @@ func (j *journal) begin(key string) {
 	defer j.mu.Unlock()
 	j.running++
 	j.perKey[key]++
+	if j.running == 2 && j.mostAtAll == 1 {
+		close(j.overlapped)
+	}
 	j.mostAtAll = max(j.mostAtAll, j.running)
 	j.mostInKey = max(j.mostInKey, j.perKey[key])
 }
@@ -56,6 +61,20 @@ func (j *journal) end(key, id string, seq int) {
 	case j.changed <- struct{}{}:
 	default:
 	}
+}
+
+// awaitCompany holds the first handler that calls it until a second handler
+// has begun beside it, at most within: handlers of different keys are seen to
+// overlap, whatever a handler's own duration. The handlers after it pass at
+// once (sync.Once makes them wait only for the first's wait to end), and
+// when no second handler came, mostAtAll stays 1 and the test says so.
+func (j *journal) awaitCompany(within time.Duration) {
+	j.company.Do(func() {
+		select {
+		case <-j.overlapped:
+		case <-time.After(within):
+		}
+	})
 }
 
 func (j *journal) count() int {
@@ -198,7 +217,7 @@ func orderedPerKey(t *testing.T, url string, keyCount, each int, batch uint16, k
 			d := message.(messaging.Delivery)
 			key, seq := parse(d.MessageID)
 			j.begin(key)
-			time.Sleep(200 * time.Microsecond) // real time: handling lasts long enough for other keys' workers to overlap it
+			j.awaitCompany(10 * time.Second)
 			j.end(key, d.MessageID, seq)
 		}
 	})

@@ -214,7 +214,7 @@ func TestADueMessageNoRungTakesIsSetAsideWithTheReason(t *testing.T) {
 		if err := s.In(context.Background(), 0, messaging.Dispatch{Topic: "amq.direct", RoutingKey: "nobody", MessageID: "m"}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second) // the bubble's clock: the scheduler settles what is due, at once
+		synctest.Wait() // the scheduler has settled what is due: every goroutine of the bubble waits again
 		d, ok := broker.Pull(wire.DeadLetterQueue(DueQueue))
 		if !ok || d.MessageID != "m" || !strings.Contains(d.Error, "could be put on no rung") {
 			t.Fatalf("set aside: %v %q %q", ok, d.MessageID, d.Error)
@@ -232,7 +232,7 @@ func TestWhatIsNotAScheduledMessageIsSetAsideWithTheSeedsWords(t *testing.T) {
 			Headers: map[string]any{HeaderExchange: "", HeaderRoutingKey: "target", HeaderDueAt: "soon"}}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Second) // the bubble's clock: the scheduler settles what is due, at once
+		synctest.Wait() // the scheduler has settled what is due: every goroutine of the bubble waits again
 		reasons := map[string]string{}
 		for {
 			d, ok := broker.Pull(wire.DeadLetterQueue(DueQueue))
