@@ -63,33 +63,22 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{policy: retrypolicy.None()}
 	options.Apply(&c, opts)
-	positive := func(value *time.Duration, fallback time.Duration) {
-		if *value <= 0 {
-			*value = fallback
-		}
-	}
-	positive(&c.sampleInterval, DefaultSampleInterval)
-	positive(&c.window, DefaultWindow)
-	positive(&c.pageTimeout, DefaultPageTimeout)
-	positive(&c.scanBudget, DefaultScanBudget)
-	positive(&c.countTimeout, DefaultCountTimeout)
-	positive(&c.censusTimeout, DefaultCensusTimeout)
-	if c.scanLimit <= 0 {
-		c.scanLimit = DefaultScanLimit
-	}
+	options.Positive(&c.sampleInterval, DefaultSampleInterval)
+	options.Positive(&c.window, DefaultWindow)
+	options.Positive(&c.pageTimeout, DefaultPageTimeout)
+	options.Positive(&c.scanBudget, DefaultScanBudget)
+	options.Positive(&c.countTimeout, DefaultCountTimeout)
+	options.Positive(&c.censusTimeout, DefaultCensusTimeout)
+	options.Positive(&c.scanLimit, DefaultScanLimit)
 	if c.pageSize <= 0 || c.pageSize > 500 {
 		c.pageSize = DefaultPageSize
 	}
-	if c.censusLimit <= 0 {
-		c.censusLimit = DefaultCensusLimit
-	}
+	options.Positive(&c.censusLimit, DefaultCensusLimit)
 	c.mount = "/" + strings.Trim(c.mount, "/")
 	if c.mount != "/" {
 		c.mount += "/"
 	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
+	options.Default(&c.logger, slog.Default())
 	return c
 }
 

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"log/slog"
-	"os"
 
 	"github.com/warrenmq/messaging/internal/options"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -49,25 +48,11 @@ func (OptionSet) MaxMessageSize(value int) Option {
 func newConfig(opts []Option) config {
 	var c config
 	options.Apply(&c, opts)
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.maxMessageSize <= 0 {
-		c.maxMessageSize = wire.DefaultMaxPayload
-	}
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Positive(&c.maxMessageSize, wire.DefaultMaxPayload)
 	if c.origin == "" {
-		c.origin = defaultOrigin()
+		c.origin = wire.HostOrigin()
 	}
 	return c
-}
-
-func defaultOrigin() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return "acemq@" + host
 }

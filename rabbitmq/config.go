@@ -3,7 +3,6 @@ package rabbitmq
 import (
 	"crypto/tls"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/warrenmq/messaging/internal/options"
@@ -153,37 +152,17 @@ func newConfig(opts []Option) config {
 	if len(c.addresses) == 0 || (len(c.addresses) == 1 && c.addresses[0] == "") {
 		c.addresses = []string{DefaultAddress}
 	}
-	if c.heartbeat <= 0 {
-		c.heartbeat = DefaultHeartbeat
-	}
-	if c.brokerTimeout <= 0 {
-		c.brokerTimeout = DefaultBrokerTimeout
-	}
+	options.Positive(&c.heartbeat, DefaultHeartbeat)
+	options.Positive(&c.brokerTimeout, DefaultBrokerTimeout)
 	if c.dialer == nil {
 		c.dialer = adapter.NewDialer()
 	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.maxOutstanding <= 0 {
-		c.maxOutstanding = DefaultMaxOutstandingPublishes
-	}
-	if c.maxMessageSize <= 0 {
-		c.maxMessageSize = wire.DefaultMaxPayload
-	}
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Positive(&c.maxOutstanding, DefaultMaxOutstandingPublishes)
+	options.Positive(&c.maxMessageSize, wire.DefaultMaxPayload)
 	if c.origin == "" {
-		c.origin = defaultOrigin()
+		c.origin = wire.HostOrigin()
 	}
 	return c
-}
-
-func defaultOrigin() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "acemq@unknown"
-	}
-	return "acemq@" + host
 }

@@ -44,15 +44,9 @@ func newConfig(opts []Option) config {
 		deserializers: map[string]Deserializer{JSONContentType: JSON{}, "": JSON{}},
 	}
 	options.Apply(&c, opts)
-	if c.serializer == nil {
-		c.serializer = JSON{}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default[Serializer](&c.serializer, JSON{})
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	c.decodedAs, _ = c.monitor.(ContentTypeMonitor)
 	return c
 }

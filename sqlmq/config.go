@@ -261,34 +261,28 @@ func (OptionSet) InstanceName(name string) Option { return func(c *config) { c.o
 func newConfig(opts []Option) config {
 	c := config{isolation: DefaultIsolationLevel}
 	options.Apply(&c, opts)
-	c.table = defaultString(c.table, DefaultTable)
-	c.channelCap = defaultInt(c.channelCap, DefaultChannelBufferCapacity)
-	c.retry = defaultDuration(c.retry, DefaultRetryDelay)
+	options.Default(&c.table, DefaultTable)
+	options.Positive(&c.channelCap, DefaultChannelBufferCapacity)
+	options.Positive(&c.retry, DefaultRetryDelay)
 	if c.isolation == sql.LevelDefault {
 		c.isolation = DefaultIsolationLevel
 	}
 	if c.policy.IsZero() {
 		c.policy = DefaultRetryPolicy()
 	}
-	c.maxPayload = defaultInt(c.maxPayload, DefaultMaxPayload)
-	c.pageSize = defaultInt(c.pageSize, DefaultPageSize)
-	c.linger = defaultDuration(c.linger, DefaultLinger)
-	c.lease = defaultDuration(c.lease, DefaultLeaseTimeout)
-	c.sweep = defaultDuration(c.sweep, c.lease/2)
-	c.retention = defaultDuration(c.retention, DefaultRetention)
-	c.pruneBatch = defaultInt(c.pruneBatch, DefaultPruneBatchSize)
-	c.pruneEvery = defaultDuration(c.pruneEvery, DefaultPruneInterval)
-	c.shutdown = defaultDuration(c.shutdown, DefaultShutdownTimeout)
-	c.commitCheck = defaultDuration(c.commitCheck, DefaultCommitCheckTimeout)
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.ctx == nil {
-		c.ctx = context.Background()
-	}
+	options.Positive(&c.maxPayload, DefaultMaxPayload)
+	options.Positive(&c.pageSize, DefaultPageSize)
+	options.Positive(&c.linger, DefaultLinger)
+	options.Positive(&c.lease, DefaultLeaseTimeout)
+	options.Positive(&c.sweep, c.lease/2)
+	options.Positive(&c.retention, DefaultRetention)
+	options.Positive(&c.pruneBatch, DefaultPruneBatchSize)
+	options.Positive(&c.pruneEvery, DefaultPruneInterval)
+	options.Positive(&c.shutdown, DefaultShutdownTimeout)
+	options.Positive(&c.commitCheck, DefaultCommitCheckTimeout)
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default[context.Context](&c.ctx, context.Background())
 	if c.owner == "" {
 		c.owner = defaultOwner()
 	}
@@ -308,25 +302,4 @@ func (c config) check() error {
 		return fmt.Errorf("sqlmq: Options.RetryPolicy: %w", c.policy.Err())
 	}
 	return sqldialect.CheckTable("sqlmq", c.table)
-}
-
-func defaultString(value, fallback string) string {
-	if value == "" {
-		return fallback
-	}
-	return value
-}
-
-func defaultInt(value, fallback int) int {
-	if value <= 0 {
-		return fallback
-	}
-	return value
-}
-
-func defaultDuration(value, fallback time.Duration) time.Duration {
-	if value <= 0 {
-		return fallback
-	}
-	return value
 }

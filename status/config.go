@@ -40,24 +40,12 @@ type namedCheck struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.topic == "" {
-		c.topic = "amq.direct"
-	}
-	if c.routingKey == "" {
-		c.routingKey = "warrenmq-status-probe"
-	}
-	if c.failureTolerance <= 0 {
-		c.failureTolerance = 30 * time.Second
-	}
-	if c.severTimeout <= 0 {
-		c.severTimeout = 5 * time.Second
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.checkTimeout <= 0 {
-		c.checkTimeout = 5 * time.Second
-	}
+	options.Default(&c.topic, "amq.direct")
+	options.Default(&c.routingKey, "warrenmq-status-probe")
+	options.Positive(&c.failureTolerance, 30*time.Second)
+	options.Positive(&c.severTimeout, 5*time.Second)
+	options.Default(&c.logger, slog.Default())
+	options.Positive(&c.checkTimeout, 5*time.Second)
 	return c
 }
 

@@ -28,15 +28,9 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.ctx == nil {
-		c.ctx = context.Background()
-	}
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default[context.Context](&c.ctx, context.Background())
 	return c
 }
 

@@ -115,18 +115,10 @@ func NewSubscription(queue string, opts ...SubscriptionOption) *Subscription {
 func newSubscriptionConfig(opts []SubscriptionOption) subscriptionConfig {
 	c := subscriptionConfig{establishTopology: true, deadLetters: true, strategy: ShutdownStrategyDrain}
 	options.Apply(&c, opts)
-	if c.bufferCapacity == 0 {
-		c.bufferCapacity = defaultBufferCapacity
-	}
-	if c.batchCapacity == 0 {
-		c.batchCapacity = defaultCapacity
-	}
-	if c.reconnectDelay <= 0 {
-		c.reconnectDelay = defaultReconnectDelay
-	}
-	if c.shutdownTimeout <= 0 {
-		c.shutdownTimeout = defaultShutdownTimeout
-	}
+	options.Default(&c.bufferCapacity, defaultBufferCapacity)
+	options.Default(&c.batchCapacity, defaultCapacity)
+	options.Positive(&c.reconnectDelay, defaultReconnectDelay)
+	options.Positive(&c.shutdownTimeout, defaultShutdownTimeout)
 	return c
 }
 

@@ -47,15 +47,9 @@ func newConfig(opts []Option) config {
 	if c.policyStated {
 		c.maxAttempts = c.policy.MaxAttempts()
 	}
-	if c.publishTimeout <= 0 {
-		c.publishTimeout = defaultPublishTimeout
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Positive(&c.publishTimeout, defaultPublishTimeout)
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

@@ -50,9 +50,7 @@ func newConfig(opts []Option) config {
 	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
 		c.policy = retrypolicy.Default()
 	}
-	if c.maxOutage <= 0 {
-		c.maxOutage = DefaultMaxOutageBackoff
-	}
+	options.Positive(&c.maxOutage, DefaultMaxOutageBackoff)
 	c.policy = c.withShorthand(c.policy)
 	first := retrypolicy.DefaultInitialWait
 	if schedule := c.policy.Schedule(); len(schedule) > 0 && schedule[0] > 0 {
@@ -61,12 +59,8 @@ func newConfig(opts []Option) config {
 	// Outage tries double from the first wait up to MaxOutageBackoff, jittered
 	// as the policy is; they count no attempt, so the attempts here are moot.
 	c.outage = retrypolicy.Exponential(1, min(first, c.maxOutage), c.maxOutage).WithJitter(c.policy.Jitter())
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	c.attemptedOn, _ = c.monitor.(StreamMonitor)
 	return c
 }

@@ -25,15 +25,9 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.name == "" {
-		c.name = "transactional"
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default(&c.name, "transactional")
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

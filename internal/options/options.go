@@ -1,6 +1,8 @@
 // Package options holds what every package's functional options share: a
-// package declares its own Option type (func(*config)) and OptionSet, and
-// applies the options a caller gave with Apply.
+// package declares its own Option type (func(*config)) and OptionSet, applies
+// the options a caller gave with Apply, and states each option's default
+// with Default (a zero value means the default) or Positive (a zero or
+// negative value means the default).
 package options
 
 // Apply calls each non-nil option on c, in order: a later option overrides an
@@ -10,5 +12,26 @@ func Apply[C any, O ~func(*C)](c *C, options []O) {
 		if option != nil {
 			option(c)
 		}
+	}
+}
+
+// Default sets *field to def when it holds its type's zero value: a nil
+// interface, pointer, map or channel, an empty string, a zero struct. It is
+// how a newConfig states an option's default where leaving the option out and
+// giving it the zero value both mean the default. With an interface field,
+// name the type: options.Default[Monitor](&c.monitor, NopMonitor{}).
+func Default[T comparable](field *T, def T) {
+	var zero T
+	if *field == zero {
+		*field = def
+	}
+}
+
+// Positive sets *field to def when it is zero or negative: how a newConfig
+// states the default of a bound, a size or a count that a zero or negative
+// value must never turn off.
+func Positive[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64](field *T, def T) {
+	if *field <= 0 {
+		*field = def
 	}
 }

@@ -1,6 +1,9 @@
 package options
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 type config struct{ a, b int }
 
@@ -15,5 +18,60 @@ func TestApplyRunsEachOptionInOrderAndSkipsNil(t *testing.T) {
 	Apply[config, option](&c, nil)
 	if c != (config{a: 5, b: 3}) {
 		t.Fatalf("no options changed the config: %+v", c)
+	}
+}
+
+type monitor interface{ name() string }
+
+type named string
+
+func (n named) name() string { return string(n) }
+
+type uncomparable struct{ list []int }
+
+func (uncomparable) name() string { return "uncomparable" }
+
+func TestDefaultReplacesOnlyTheZeroValue(t *testing.T) {
+	var unset monitor
+	Default[monitor](&unset, named("default"))
+	if unset == nil || unset.name() != "default" {
+		t.Fatalf("a nil interface kept: %v, want the default", unset)
+	}
+	var given monitor = named("given")
+	Default[monitor](&given, named("default"))
+	if given.name() != "given" {
+		t.Fatalf("a given interface replaced: %v", given)
+	}
+	var held monitor = uncomparable{list: []int{1}}
+	Default[monitor](&held, named("default"))
+	if held.name() != "uncomparable" {
+		t.Fatalf("an interface holding an uncomparable value replaced: %v", held)
+	}
+	empty, text := "", "given"
+	Default(&empty, "default")
+	Default(&text, "default")
+	if empty != "default" || text != "given" {
+		t.Fatalf("strings after Default: %q, %q; want \"default\", \"given\"", empty, text)
+	}
+	var pointer *int
+	Default(&pointer, new(int))
+	if pointer == nil {
+		t.Fatal("a nil pointer kept")
+	}
+}
+
+func TestPositiveReplacesZeroAndNegative(t *testing.T) {
+	zero, negative, positive := time.Duration(0), -time.Second, time.Millisecond
+	for _, field := range []*time.Duration{&zero, &negative} {
+		Positive(field, time.Minute)
+	}
+	Positive(&positive, time.Minute)
+	if zero != time.Minute || negative != time.Minute || positive != time.Millisecond {
+		t.Fatalf("durations after Positive: %v, %v, %v; want 1m, 1m, 1ms", zero, negative, positive)
+	}
+	count := 0
+	Positive(&count, 8)
+	if count != 8 {
+		t.Fatalf("a zero count after Positive: %d, want 8", count)
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,17 @@ type Properties struct {
 	Expiration string
 	// Persistent is false for a Transient dispatch.
 	Persistent bool
+}
+
+// HostOrigin is the origin a transport writes on a dispatch that names none
+// when its Origin option is unset: acemq@{hostname}, or acemq@unknown when
+// the host has no name.
+func HostOrigin() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return "acemq@" + host
 }
 
 // Encode writes d's application headers and envelope headers into one map and

@@ -27,12 +27,8 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.provider == nil {
-		c.provider = otel.GetTracerProvider()
-	}
-	if c.propagator == nil {
-		c.propagator = propagation.TraceContext{}
-	}
+	options.Default[trace.TracerProvider](&c.provider, otel.GetTracerProvider())
+	options.Default[propagation.TextMapPropagator](&c.propagator, propagation.TraceContext{})
 	return c
 }
 

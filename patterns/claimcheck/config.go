@@ -29,9 +29,7 @@ func newConfig(opts []Option) config {
 	if c.threshold < 0 {
 		c.threshold = DefaultThreshold
 	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

@@ -41,18 +41,10 @@ func newConfig(opts []Option) config {
 	if c.pipeline == "" && c.route.Name != "" {
 		c.pipeline = c.route.Name
 	}
-	if c.serializer == nil {
-		c.serializer = serialization.JSON{}
-	}
-	if c.deserializer == nil {
-		c.deserializer = serialization.JSON{}
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
+	options.Default[serialization.Serializer](&c.serializer, serialization.JSON{})
+	options.Default[serialization.Deserializer](&c.deserializer, serialization.JSON{})
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default(&c.logger, slog.Default())
 	return c
 }
 

@@ -34,15 +34,9 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.startTimeout <= 0 {
-		c.startTimeout = DefaultStartTimeout
-	}
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Positive(&c.startTimeout, DefaultStartTimeout)
 	return c
 }
 

@@ -33,21 +33,13 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.inProgressDelay <= 0 {
-		c.inProgressDelay = DefaultInProgressDelay
-	}
-	if c.storeTimeout <= 0 {
-		c.storeTimeout = DefaultStoreTimeout
-	}
+	options.Positive(&c.inProgressDelay, DefaultInProgressDelay)
+	options.Positive(&c.storeTimeout, DefaultStoreTimeout)
 	if c.key == nil {
 		c.key = messageID
 	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default(&c.logger, slog.Default())
 	return c
 }
 
@@ -108,12 +100,8 @@ type storeConfig struct {
 func newStoreConfig(opts []StoreOption) storeConfig {
 	c := storeConfig{table: DefaultTable}
 	options.Apply(&c, opts)
-	if c.claimTimeout <= 0 {
-		c.claimTimeout = DefaultClaimTimeout
-	}
-	if c.table == "" {
-		c.table = DefaultTable
-	}
+	options.Positive(&c.claimTimeout, DefaultClaimTimeout)
+	options.Default(&c.table, DefaultTable)
 	return c
 }
 

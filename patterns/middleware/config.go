@@ -30,12 +30,8 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default(&c.logger, slog.Default())
 	return c
 }
 

@@ -30,12 +30,8 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.window <= 0 {
-		c.window = DefaultArrivalWindow
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Positive(&c.window, DefaultArrivalWindow)
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

@@ -61,27 +61,13 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
-	if c.serializer == nil {
-		c.serializer = serialization.JSON{}
-	}
-	if c.deserializer == nil {
-		c.deserializer = serialization.JSON{}
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.reconnectDelay <= 0 {
-		c.reconnectDelay = DefaultReconnectDelay
-	}
-	if c.closeTimeout <= 0 {
-		c.closeTimeout = DefaultCloseTimeout
-	}
+	options.Positive(&c.timeout, DefaultTimeout)
+	options.Default[Serializer](&c.serializer, serialization.JSON{})
+	options.Default[Deserializer](&c.deserializer, serialization.JSON{})
+	options.Default[Monitor](&c.monitor, NopMonitor{})
+	options.Default(&c.logger, slog.Default())
+	options.Positive(&c.reconnectDelay, DefaultReconnectDelay)
+	options.Positive(&c.closeTimeout, DefaultCloseTimeout)
 	c.workers = max(c.workers, 1)
 	return c
 }

@@ -25,12 +25,8 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.table == "" {
-		c.table = DefaultTable
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default(&c.table, DefaultTable)
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

@@ -53,20 +53,12 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.prefetch <= 0 {
-		c.prefetch = DefaultPrefetch
-	}
+	options.Positive(&c.prefetch, DefaultPrefetch)
 	c.prefetch = min(c.prefetch, math.MaxUint16)
 	c.batch = min(max(c.batch, 1), math.MaxUint16)
-	if c.reconnectDelay <= 0 {
-		c.reconnectDelay = DefaultReconnectDelay
-	}
-	if c.logger == nil {
-		c.logger = slog.Default()
-	}
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Positive(&c.reconnectDelay, DefaultReconnectDelay)
+	options.Default(&c.logger, slog.Default())
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

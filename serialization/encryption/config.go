@@ -19,9 +19,7 @@ type config struct {
 func newConfig(opts []Option) config {
 	c := config{}
 	options.Apply(&c, opts)
-	if c.monitor == nil {
-		c.monitor = NopMonitor{}
-	}
+	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
 

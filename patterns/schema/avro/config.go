@@ -44,12 +44,8 @@ type writeOption struct {
 func newConfig(opts []Option) config {
 	c := config{reads: map[reflect.Type]string{}, register: true}
 	options.Apply(&c, opts)
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
-	if c.maxValueBytes <= 0 {
-		c.maxValueBytes = DefaultMaxValueBytes
-	}
+	options.Positive(&c.timeout, DefaultTimeout)
+	options.Positive(&c.maxValueBytes, DefaultMaxValueBytes)
 	return c
 }
 
