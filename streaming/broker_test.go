@@ -107,17 +107,27 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 
 	counts := newTally(len(ids))
 	var handled atomic.Int64
-	// Each message costs half a millisecond of "work", so that consuming spans
-	// several disruptions instead of finishing before the second one.
+	// Consuming must span several disruptions instead of finishing before the
+	// second one: each fifth of the messages is handled only after one more
+	// disruption happened (or 5 s passed without one).
+	var disruptions atomic.Int64
+	var disrupted atomic.Pointer[chan struct{}] // closed, and replaced, at each disruption
+	first := make(chan struct{})
+	disrupted.Store(&first)
+	fifth := int64(len(ids) / 5)
 	counting := countingHandler(t, counts, &handled)
 	working := messaging.HandlerFunc(func(ctx context.Context, messages ...any) {
-		time.Sleep(time.Duration(len(messages)) * 500 * time.Microsecond) // real work's time, so that consuming spans several disruptions
+		if next := *disrupted.Load(); handled.Load() >= (disruptions.Load()+1)*fifth {
+			select {
+			case <-next:
+			case <-time.After(5 * time.Second):
+			}
+		}
 		counting.Handle(ctx, messages...)
 	})
 	consumer := consume(t, decodedTransport(t, url), queue, working)
 
 	stop := make(chan struct{})
-	var disruptions atomic.Int64
 	var disruptor sync.WaitGroup
 	disruptor.Go(func() {
 		ticker := time.NewTicker(time.Second)
@@ -136,6 +146,8 @@ func TestBrokerNoMessageLostWhileConnectionsAreClosedEverySecond(t *testing.T) {
 				return
 			}
 			disruptions.Add(1)
+			next := make(chan struct{})
+			close(*disrupted.Swap(&next))
 		}
 	})
 	select {

@@ -201,15 +201,16 @@ func TestFaultConsumePoisonWhileConnectionsClose(t *testing.T) {
 	// The last close's redeliveries settle: the broker holds nothing of the
 	// queue, ready or unacknowledged. Then nothing may move for 3 s: a poison
 	// message that loops (set aside, redelivered, set aside again) would be
-	// handed to the handler or set aside again within that.
+	// handed to the handler or set aside again within that, and the test fails
+	// as soon as it does.
 	testenv.Eventually(t, 30*time.Second, "the queue to hold nothing once the disruptions stopped", func() bool {
 		out, err := rabbitmqctl(context.Background(), "-q", "list_queues", "name", "messages", "--no-table-headers")
 		return err == nil && slices.Contains(strings.Split(out, "\n"), queue+"\t0")
 	})
 	quiet := poisonActivity(&mu, handed, settled)
-	time.Sleep(3 * time.Second) // real time: a loop would show as movement within it
-	if after := poisonActivity(&mu, handed, settled); after != quiet {
-		t.Errorf("poison messages kept moving once the queue had settled after the last disruption (handed to the handler and set aside: %v, then %v 3 s later): a redelivery loop", quiet, after)
+	var after [2]int64
+	if testenv.Poll(3*time.Second, func() bool { after = poisonActivity(&mu, handed, settled); return after != quiet }) {
+		t.Errorf("poison messages kept moving once the queue had settled after the last disruption (handed to the handler and set aside: %v, then %v): a redelivery loop", quiet, after)
 	}
 
 	if err := consumer.Close(); err != nil {

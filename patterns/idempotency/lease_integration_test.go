@@ -16,7 +16,7 @@ import (
 // TestAClaimIsFencedWhenItsHolderOutlivesItsLease delivers one key three
 // times to the guard over each store (memory, MariaDB, PostgreSQL, SQLite)
 // with a 2 s claim timeout: the first copy
-// works 3 s and then fails, the second arrives 2.3 s after the first began
+// works until the second has been answered and then fails, the second arrives 2.3 s after the first began
 // (past the first one's lease, had it not been renewed), the third once the
 // first has failed and released its claim, while the second (had it run)
 // still works. The effect happens once, no two copies ever run together, and
@@ -47,7 +47,7 @@ func TestAClaimIsFencedWhenItsHolderOutlivesItsLease(t *testing.T) {
 			if got := s.most.Load(); got != 1 {
 				t.Errorf("%d copies ran at once; want one at a time", got)
 			}
-			if verdict := s.second.Verdict; verdict != messaging.InProgressed {
+			if verdict := s.decided.Verdict; verdict != messaging.InProgressed {
 				t.Errorf("the second copy, arriving while the first worked, was %s; want in progress", verdict)
 			}
 		})
@@ -64,20 +64,22 @@ type leaseScenario struct {
 	most     atomic.Int32
 	effects  atomic.Int32
 	first    chan struct{} // closed when copy 1 starts working
+	second   chan struct{} // closed when copy 2's first delivery returned
 	third    chan struct{} // closed when copy 3's delivery returned
 	firstRan sync.Once
-	second   messaging.Decision // the second copy's settlement, the first time
+	decided  messaging.Decision // the second copy's settlement, the first time
 }
 
 func newLeaseScenario(t *testing.T, store Store) *leaseScenario {
-	s := &leaseScenario{t: t, settler: newFakeSettler(), first: make(chan struct{}), third: make(chan struct{})}
+	s := &leaseScenario{t: t, settler: newFakeSettler(), first: make(chan struct{}), second: make(chan struct{}), third: make(chan struct{})}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s.handler = Middleware(store, Options.Logger(quiet), Options.IdempotentBy(func(any, messaging.Delivery) string { return "the-order" }))(messaging.HandlerFunc(s.work))
 	return s
 }
 
-// work is the effect: copy 1 works 3 s and fails, copy 2 (if it runs) works
-// until copy 3 has been delivered; each copy that finishes counts one effect.
+// work is the effect: copy 1 works past its 2 s lease, until copy 2 has been
+// delivered and answered, and fails; copy 2 (if it runs) works until copy 3
+// has been delivered; each copy that finishes counts one effect.
 func (s *leaseScenario) work(_ context.Context, messages ...any) {
 	now := s.running.Add(1)
 	defer s.running.Add(-1)
@@ -86,7 +88,10 @@ func (s *leaseScenario) work(_ context.Context, messages ...any) {
 	switch messages[0] {
 	case "copy-1":
 		s.firstRan.Do(func() { close(s.first) })
-		time.Sleep(3 * time.Second) // the work takes real time past the 2 s lease
+		select {
+		case <-s.second:
+		case <-time.After(10 * time.Second):
+		}
 		panic(errors.New("the first copy failed"))
 	case "copy-2":
 		select {
@@ -121,7 +126,8 @@ func (s *leaseScenario) run() {
 		s.t.Fatal("the first copy did not start within 10s")
 	}
 	wg.Go(func() {
-		time.Sleep(2300 * time.Millisecond) // real time: past the first claim's 2 s lease
+		defer close(s.second)
+		time.Sleep(2300 * time.Millisecond) // real time: past the first claim's 2 s lease, which the database measures
 		s.deliver("copy-2")
 	})
 	<-first // the first copy failed and let its claim go
@@ -130,7 +136,7 @@ func (s *leaseScenario) run() {
 		s.deliver("copy-3")
 	})
 	wg.Wait()
-	s.second, _ = s.settler.Decided(messaging.Delivery{MessageID: "copy-2"})
+	s.decided, _ = s.settler.Decided(messaging.Delivery{MessageID: "copy-2"})
 	// The second copy comes back after its in-progress delay: the work is
 	// done by then.
 	s.deliver("copy-2")
