@@ -37,7 +37,7 @@ func eventually(t fataler, condition func() bool) {
 	}
 	// Handled deliveries wait up to ackLinger for the next one before they
 	// are acknowledged; this advances the bubble's clock past it.
-	time.Sleep(ackLinger)
+	time.Sleep(ackLinger) // the bubble's clock: passes at once
 	synctest.Wait()
 	if !condition() {
 		t.Fatalf("the condition does not hold once every goroutine is blocked, nor after the acknowledgement linger")
