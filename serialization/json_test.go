@@ -1,0 +1,83 @@
+package serialization
+
+import (
+	stdjson "encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// wideOrder has a field of each kind a message type commonly holds, so the
+// differential test below covers how each is read and written.
+type wideOrder struct {
+	OrderID int
+	Note    string
+	Amount  float64
+	Paid    bool
+	Tags    []string
+	Extra   map[string]any
+	Inner   *wideLine
+	Lines   []wideLine
+	Number  stdjson.Number
+	Raw     stdjson.RawMessage
+	At      time.Time
+	Count   uint8
+	Any     any
+	Quoted  int `json:",string"`
+}
+
+type wideLine struct {
+	SKU  int     `json:"sku"`
+	Memo *string `json:"memo,omitempty"`
+}
+
+// FuzzJSONMatchesEncodingJSON: the default codec accepts exactly the payloads
+// encoding/json accepts, decodes them to the same values, and writes those
+// values as the same bytes, for every target type. A payload one of them
+// would take and the other refuse would be a message handled by one service
+// and set aside by another.
+func FuzzJSONMatchesEncodingJSON(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `null`, `{"OrderID":1}`, `{"orderid":2,"ORDERID":3}`, `[1,2`, "\xff\xfe", `{"Note":"\u0000"}`, `1e999`,
+		`{"Note":"\ud800"}`, `{"Number":12.5e3,"Raw":{"x":[1]},"At":"2026-01-02T03:04:05Z","Count":300}`, `{"Quoted":"12"}`,
+		`{"Any":[{"a":1.5}]}`, `{"Extra":{"a":null,"b":"\xff"}}`, `{"Lines":[{"sku":1},{"memo":"x"}]} `, `{"Inner":{"sku":"1"}}`,
+		`"x" "y"`, `{"OrderID":1}}`, `{"Note":"<&>\u2028"}`, `{"Amount":-0.0,"Paid":true,"Tags":null}`, `[1,2,3]`, `"text"`, `255`, `256`,
+	} {
+		f.Add([]byte(seed))
+	}
+	targets := []reflect.Type{
+		reflect.TypeOf(wideOrder{}), reflect.TypeOf(&wideOrder{}), reflect.TypeOf(orderPlaced{}), reflect.TypeOf(map[string]any{}),
+		reflect.TypeOf([]int{}), reflect.TypeOf(""), reflect.TypeOf((*any)(nil)).Elem(), reflect.TypeOf(uint8(0)),
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		for _, target := range targets {
+			ours, theirs := reflect.New(target), reflect.New(target)
+			errOurs := JSON{}.Deserialize(payload, ours.Interface())
+			errTheirs := stdjson.Unmarshal(payload, theirs.Interface())
+			if (errOurs == nil) != (errTheirs == nil) {
+				t.Fatalf("%s from %q: the codec says %v, encoding/json says %v", target, payload, errOurs, errTheirs)
+			}
+			if errOurs != nil {
+				continue
+			}
+			if !reflect.DeepEqual(ours.Interface(), theirs.Interface()) {
+				t.Fatalf("%s from %q: the codec reads %#v, encoding/json reads %#v", target, payload, ours.Elem().Interface(), theirs.Elem().Interface())
+			}
+			written, errOurs := JSON{}.Serialize(theirs.Elem().Interface())
+			want, errTheirs := stdjson.Marshal(theirs.Elem().Interface())
+			if (errOurs == nil) != (errTheirs == nil) || string(written) != string(want) {
+				t.Fatalf("%s from %q: the codec writes %s (%v), encoding/json writes %s (%v)", target, payload, written, errOurs, want, errTheirs)
+			}
+		}
+	})
+}
+
+// The codec refuses a target encoding/json cannot decode into, instead of
+// panicking or writing nowhere.
+func TestJSONRefusesATargetThatIsNotAPointer(t *testing.T) {
+	for _, target := range []any{nil, orderPlaced{}, (*orderPlaced)(nil)} {
+		if err := (JSON{}).Deserialize([]byte(`{"OrderID":1}`), target); err == nil {
+			t.Errorf("Deserialize into %T succeeded; want an error", target)
+		}
+	}
+}
