@@ -1,6 +1,7 @@
 package serialization
 
 import (
+	stdjson "encoding/json"
 	"fmt"
 	"reflect"
 
@@ -15,29 +16,44 @@ const JSONContentType = "application/json"
 // without a content type still decode.
 //
 // It reads and writes exactly what encoding/json does (the same struct tags,
-// json.Number, json.RawMessage, Marshaler and Unmarshaler methods, errors for
-// the same inputs), through github.com/segmentio/encoding/json: that decodes
-// in one pass where encoding/json first scans the whole payload to validate
-// it, which was most of a consumer's own CPU per message. A differential fuzz
-// test holds the two to the same results; to decode with encoding/json
-// itself, register your own Deserializer with Options.AddDeserializer.
+// json.Number, json.RawMessage, Marshaler and Unmarshaler methods, and
+// encoding/json's own errors), through github.com/segmentio/encoding/json,
+// which decodes in one pass where encoding/json first scans the whole payload
+// to validate it: that scan was most of a consumer's own CPU per message. A
+// differential fuzz test holds the two to the same results; to decode with
+// encoding/json alone, register your own Deserializer with
+// Options.AddDeserializer.
 type JSON struct{}
 
 // ContentType returns "application/json".
 func (JSON) ContentType() string { return JSONContentType }
 
-// Serialize encodes message as JSON.
+// Serialize encodes message as JSON. A message the one-pass encoder refuses
+// is encoded again by encoding/json, so that the error is encoding/json's.
 func (JSON) Serialize(message any) ([]byte, error) {
-	payload, err := json.Marshal(message)
+	if payload, err := json.Marshal(message); err == nil {
+		return payload, nil
+	}
+	payload, err := stdjson.Marshal(message)
 	if err != nil {
 		return nil, fmt.Errorf("this message cannot be written as JSON: %w", err)
 	}
 	return payload, nil
 }
 
-// Deserialize decodes JSON payload into target, a pointer.
+// Deserialize decodes JSON payload into target, a pointer. A payload the
+// one-pass decoder refuses is decoded again by encoding/json, into a zeroed
+// target, so that what it returns is encoding/json's verdict and error (a
+// *json.SyntaxError, a *json.UnmarshalTypeError, the same text): only a
+// message that does not decode pays for the second pass.
 func (JSON) Deserialize(payload []byte, target any) error {
-	if err := json.Unmarshal(payload, target); err != nil {
+	if json.Unmarshal(payload, target) == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(target); v.Kind() == reflect.Pointer && !v.IsNil() {
+		v.Elem().SetZero()
+	}
+	if err := stdjson.Unmarshal(payload, target); err != nil {
 		return fmt.Errorf("this message is not JSON that reads as %s: %w", targetName(target), err)
 	}
 	return nil

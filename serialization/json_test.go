@@ -2,7 +2,10 @@ package serialization
 
 import (
 	stdjson "encoding/json"
+	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,6 +61,9 @@ func FuzzJSONMatchesEncodingJSON(f *testing.F) {
 				t.Fatalf("%s from %q: the codec says %v, encoding/json says %v", target, payload, errOurs, errTheirs)
 			}
 			if errOurs != nil {
+				if !errors.Is(errOurs, errTheirs) && !strings.HasSuffix(errOurs.Error(), ": "+errTheirs.Error()) {
+					t.Fatalf("%s from %q: the codec's error %q does not carry encoding/json's %q", target, payload, errOurs, errTheirs)
+				}
 				continue
 			}
 			if !reflect.DeepEqual(ours.Interface(), theirs.Interface()) {
@@ -79,5 +85,23 @@ func TestJSONRefusesATargetThatIsNotAPointer(t *testing.T) {
 		if err := (JSON{}).Deserialize([]byte(`{"OrderID":1}`), target); err == nil {
 			t.Errorf("Deserialize into %T succeeded; want an error", target)
 		}
+	}
+}
+
+// A message that does not decode, or cannot be encoded, fails with
+// encoding/json's own error, which a caller can inspect with errors.As.
+func TestJSONFailsWithEncodingJSONsErrors(t *testing.T) {
+	var syntax *stdjson.SyntaxError
+	if err := (JSON{}).Deserialize([]byte(`not json`), &orderPlaced{}); !errors.As(err, &syntax) {
+		t.Errorf("Deserialize of `not json`: %v; want a *json.SyntaxError", err)
+	}
+	var mistyped *stdjson.UnmarshalTypeError
+	var target wideOrder
+	if err := (JSON{}).Deserialize([]byte(`{"OrderID":"one"}`), &target); !errors.As(err, &mistyped) {
+		t.Errorf("Deserialize of a string into an int: %v; want a *json.UnmarshalTypeError", err)
+	}
+	var unsupported *stdjson.UnsupportedValueError
+	if _, err := (JSON{}).Serialize(math.NaN()); !errors.As(err, &unsupported) {
+		t.Errorf("Serialize(NaN): %v; want a *json.UnsupportedValueError", err)
 	}
 }
