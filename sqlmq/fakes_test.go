@@ -283,6 +283,20 @@ func (l *logRecorder) AwaitN(t testing.TB, text string, n int) string {
 	}
 }
 
+// Times returns when each line containing text was logged, in order: on the
+// bubble's clock inside a synctest bubble.
+func (l *logRecorder) Times(text string) []time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var times []time.Time
+	for _, r := range l.records {
+		if strings.Contains(fmt.Sprintf("%s %s", r.Level, r.Message), text) {
+			times = append(times, r.Time)
+		}
+	}
+	return times
+}
+
 // harness is an outbox over SQLite with every seam replaced.
 type harness struct {
 	t         testing.TB
