@@ -237,6 +237,33 @@ func (f *ConsumerFixture) TestADeliveryArrivingWithinTheLingerSharesTheAcknowled
 	})
 }
 
+// A delivery the worker waited longer than the linger for (a request and its
+// reply, one at a time) is acknowledged as soon as it is handled: waiting for
+// a next one would only delay the acknowledgement.
+func (f *ConsumerFixture) TestADeliveryThatCameAfterALongWaitIsAcknowledgedAtOnce() {
+	f.inBubble(func() {
+		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))
+		synctest.Wait()
+		time.Sleep(2 * ackLinger) // the bubble's clock: the worker has waited past the linger
+		f.stream.push(delivery("1"))
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+		started := time.Now()
+		f.handler.release(f.T())
+		synctest.Wait()
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+		f.So(time.Since(started), should.Equal, time.Duration(0))
+
+		// The next one comes at once after it: deliveries flow, and the
+		// worker lingers again.
+		f.stream.push(delivery("2"))
+		receive(f.T(), f.handler.entered, "the handler to start the second batch")
+		f.handler.release(f.T())
+		synctest.Wait()
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+		eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 2 })
+	})
+}
+
 func (f *ConsumerFixture) TestALingeringWorkerAcknowledgesAtOnceWhenTheConsumerCloses() {
 	f.inBubble(func() {
 		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(10))

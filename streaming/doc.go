@@ -9,8 +9,10 @@
 // the buffer runs dry it waits up to a millisecond for the next delivery
 // before acknowledging. A busy consumer so acknowledges about once per half
 // prefetch (each acknowledgement is a frame the client and the broker both
-// process); an idle one acknowledges within a millisecond of Handle
-// returning. Shutdown and a failing session acknowledge at once.
+// process). The wait applies only while deliveries flow: a delivery that came
+// after the worker had waited longer than that millisecond (a reply, a
+// trickle) is acknowledged as soon as Handle returns, as waiting for a next
+// one would only delay it. Shutdown and a failing session acknowledge at once.
 //
 // Each subscription owns its connection and its reconnect loop: a failure in one
 // subscription never restarts another. After a session ends for any reason other

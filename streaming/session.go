@@ -51,8 +51,11 @@ type session struct {
 }
 
 // ackLinger bounds how long handled deliveries wait for the next delivery
-// before they are acknowledged, when fewer than lingerUnder are held: an idle
-// consumer acknowledges within it, a busy one once per half prefetch.
+// before they are acknowledged, when fewer than lingerUnder are held and
+// deliveries are flowing (the last one came within ackLinger of the worker
+// asking for it): a busy consumer acknowledges once per half prefetch; one
+// whose deliveries come further apart (a request and its reply, one at a
+// time) acknowledges each at once, as the linger would only delay it.
 const ackLinger = time.Millisecond
 
 func newSession(r *runner, stream messaging.Stream) *session {
@@ -198,18 +201,23 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	linger := time.NewTimer(ackLinger)
 	linger.Stop()
 	defer linger.Stop()
+	flowing := false // the last delivery came within ackLinger of the worker asking for it
 	for {
 		var batch []*messaging.Delivery
 		ok := true
 		switch {
 		case len(pending) == 0:
+			asked := time.Now()
 			batch, ok = s.next(nil)
-		case len(pending) < s.lingerUnder:
+			flowing = time.Since(asked) < ackLinger
+		case len(pending) < s.lingerUnder && flowing:
 			linger.Reset(ackLinger)
 			batch, ok = s.next(linger.C)
 			linger.Stop()
+			flowing = batch != nil
 		default:
 			batch, ok = s.next(closed)
+			flowing = flowing || batch != nil
 		}
 		if ok && batch == nil { // nothing buffered right now: settle what was handled
 			if !s.acknowledge(pending) {
