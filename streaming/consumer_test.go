@@ -295,6 +295,29 @@ func (f *ConsumerFixture) TestCoalescedAcknowledgementsAreBoundedByHalfThePrefet
 	})
 }
 
+// A slow handler does not hold its finished work for half the prefetch: once
+// the oldest handled delivery is ackHold old, what is held is acknowledged
+// though more is buffered, so a lost connection redelivers little of it.
+func (f *ConsumerFixture) TestHandledDeliveriesAreHeldAtMostAckHold() {
+	f.inBubble(func() {
+		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(1))
+		f.stream.push(delivery("1"))
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+		f.stream.push(delivery("2"), delivery("3"), delivery("4"))
+		eventually(f.T(), f.stream.waiting(4))
+		f.handler.release(f.T())
+		receive(f.T(), f.handler.entered, "the handler to start the second batch")
+		time.Sleep(ackHold) // the bubble's clock: the second batch takes ackHold
+		f.handler.release(f.T())
+		for range 2 {
+			receive(f.T(), f.handler.entered, "the handler to start a batch")
+			f.handler.release(f.T())
+		}
+		eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 4 })
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1", "2"}, {"3", "4"}})
+	})
+}
+
 func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
 	f.inBubble(func() {
 		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(2))

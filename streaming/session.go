@@ -58,6 +58,14 @@ type session struct {
 // time) acknowledges each at once, as the linger would only delay it.
 const ackLinger = time.Millisecond
 
+// ackHold bounds how long a worker holds handled deliveries while more are
+// buffered: once the oldest was handled that long ago, they are acknowledged
+// whatever waits. A connection lost under a slow handler so redelivers at
+// most this much of its finished work (a set-aside copy already confirmed is
+// not sent again each time), while a fast consumer still sends one
+// acknowledgement per half prefetch.
+const ackHold = 20 * time.Millisecond
+
 func newSession(r *runner, stream messaging.Stream) *session {
 	s := &session{
 		runner:   r,
@@ -201,7 +209,8 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	linger := time.NewTimer(ackLinger)
 	linger.Stop()
 	defer linger.Stop()
-	flowing := false // the last delivery came within ackLinger of the worker asking for it
+	flowing := false   // the last delivery came within ackLinger of the worker asking for it
+	var held time.Time // when the oldest of pending was handled
 	for {
 		var batch []*messaging.Delivery
 		ok := true
@@ -253,7 +262,10 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			continue
 		}
 		requeues = 0
-		if len(pending) < s.coalesce && !s.stopping() {
+		if len(pending) == len(handled) {
+			held = time.Now()
+		}
+		if len(pending) < s.coalesce && time.Since(held) < ackHold && !s.stopping() {
 			continue // more is buffered, or next will say not: one ack for all of them
 		}
 		if !s.acknowledge(pending) {
