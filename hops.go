@@ -22,9 +22,10 @@ type hopRecord struct {
 }
 
 // WithHopRecord returns a context in which PublishOnce remembers what it
-// published, for as long as that context is used: settlement decorators and
-// retry call it once per batch, outside the runs they repeat. A context that
-// already carries a record is returned unchanged, so the outermost one counts.
+// published, for as long as that context is used: retry calls it once per
+// batch, outside the runs it repeats (a settlement decorator's WithSettler
+// does the same). A context that already carries a record is returned
+// unchanged, so the outermost one counts.
 func WithHopRecord(ctx context.Context) context.Context {
 	if _, ok := ctx.Value(hopsKey{}).(*hopRecord); ok {
 		return ctx

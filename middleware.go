@@ -30,15 +30,33 @@ type deliveriesKey struct{}
 // subset, when isolating one message) set it, so the envelope travels with
 // the decoded values without a flag to keep in sync.
 func WithDeliveries(ctx context.Context, deliveries []Delivery) context.Context {
-	return context.WithValue(ctx, deliveriesKey{}, deliveries)
+	return &deliveriesContext{Context: ctx, deliveries: deliveries}
+}
+
+// deliveriesContext carries a batch's envelopes in one allocation per batch,
+// where context.WithValue would box the slice in a second.
+type deliveriesContext struct {
+	context.Context
+	deliveries []Delivery
+}
+
+// Value answers deliveriesKey with the context itself (a pointer, so the
+// lookup does not allocate) and every other key as its parent does.
+func (c *deliveriesContext) Value(key any) any {
+	if key == (deliveriesKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // DeliveriesFrom returns the envelopes of the messages the Handle that
 // received ctx was given, in the same order as its messages, or nil when
 // nothing set them. The slice is shared: do not change it.
 func DeliveriesFrom(ctx context.Context) []Delivery {
-	deliveries, _ := ctx.Value(deliveriesKey{}).([]Delivery)
-	return deliveries
+	if c, ok := ctx.Value(deliveriesKey{}).(*deliveriesContext); ok {
+		return c.deliveries
+	}
+	return nil
 }
 
 // OutageListener hears when a decorator starts and stops holding its batch

@@ -76,9 +76,37 @@ type Settler interface {
 type settlerKey struct{}
 
 // WithSettler returns a context whose Accept, Reject, Park, Retry and
-// InProgress go to settler. Settlement decorators call it; handlers do not.
+// InProgress go to settler. Settlement decorators call it once per batch;
+// handlers do not. Where ctx carries no hop record yet, the context also
+// records hops as WithHopRecord's does: the batch a settlement decorator
+// settles is the batch whose hops are published once.
 func WithSettler(ctx context.Context, settler Settler) context.Context {
-	return context.WithValue(ctx, settlerKey{}, settler)
+	c := &settlerContext{Context: ctx, settler: settler}
+	if c.hops, _ = ctx.Value(hopsKey{}).(*hopRecord); c.hops == nil {
+		c.hops = &c.ownHops
+	}
+	return c
+}
+
+// settlerContext carries a batch's Settler and hop record in one allocation
+// per batch, where two context.WithValue calls and the record took four.
+type settlerContext struct {
+	context.Context
+	settler Settler
+	hops    *hopRecord // the outer record, or ownHops
+	ownHops hopRecord
+}
+
+// Value answers settlerKey and hopsKey without allocating, and every other
+// key as the parent does.
+func (c *settlerContext) Value(key any) any {
+	switch key.(type) {
+	case settlerKey:
+		return c.settler
+	case hopsKey:
+		return c.hops
+	}
+	return c.Context.Value(key)
 }
 
 // SettlerFrom returns the context's Settler, or nil.

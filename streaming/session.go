@@ -211,22 +211,28 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	defer linger.Stop()
 	flowing := false   // the last delivery came within ackLinger of the worker asking for it
 	var held time.Time // when the oldest of pending was handled
+	// taken holds each batch in turn: nothing keeps a batch's slice past its
+	// iteration (pending copies the deliveries it holds), so one slice serves.
+	var taken []*messaging.Delivery
 	for {
 		var batch []*messaging.Delivery
 		ok := true
 		switch {
 		case len(pending) == 0:
 			asked := time.Now()
-			batch, ok = s.next(nil)
+			batch, ok = s.next(nil, taken)
 			flowing = time.Since(asked) < ackLinger
 		case len(pending) < s.lingerUnder && flowing:
 			linger.Reset(ackLinger)
-			batch, ok = s.next(linger.C)
+			batch, ok = s.next(linger.C, taken)
 			linger.Stop()
 			flowing = batch != nil
 		default:
-			batch, ok = s.next(closed)
+			batch, ok = s.next(closed, taken)
 			flowing = flowing || batch != nil
+		}
+		if batch != nil {
+			taken = batch
 		}
 		if ok && batch == nil { // nothing buffered right now: settle what was handled
 			if !s.acknowledge(pending) {
@@ -309,10 +315,10 @@ var closed = func() <-chan time.Time {
 }()
 
 // next waits for one delivery and takes whatever else is buffered, up to the
-// batch capacity, without waiting for more. It waits for the first one until
+// batch capacity, without waiting for more, into into's array (reused). It waits for the first one until
 // giveUp is ready (never when giveUp is nil), and returns (nil, true) when
 // nothing came by then.
-func (s *session) next(giveUp <-chan time.Time) ([]*messaging.Delivery, bool) {
+func (s *session) next(giveUp <-chan time.Time, into []*messaging.Delivery) ([]*messaging.Delivery, bool) {
 	var shutdown <-chan struct{}
 	if s.subscription.strategy != ShutdownStrategyDrain {
 		shutdown = s.soft.Done()
@@ -345,7 +351,7 @@ func (s *session) next(giveUp <-chan time.Time) ([]*messaging.Delivery, bool) {
 		return nil, false
 	}
 	capacity := int(s.subscription.batchCapacity)
-	batch := []*messaging.Delivery{first}
+	batch := append(into[:0], first)
 	for len(batch) < capacity {
 		select {
 		case delivery, open := <-s.buffer:

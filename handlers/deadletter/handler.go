@@ -60,8 +60,8 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 		// leaves this batch to this one, so nothing is set aside twice.
 		outer.delegate()
 	}
-	c := &call{handler: h} // the maps are made on the first settlement: most batches have none
-	ctx = messaging.WithSettler(messaging.WithHopRecord(ctx), c)
+	c := &call{handler: h}              // the maps are made on the first settlement: most batches have none
+	ctx = messaging.WithSettler(ctx, c) // with the batch's hop record
 
 	rest, whole := c.settleUndecodable(ctx, deliveries)
 	if len(rest) > 0 {
