@@ -74,6 +74,10 @@ func FuzzJSONMatchesEncodingJSON(f *testing.F) {
 			if (errOurs == nil) != (errTheirs == nil) || string(written) != string(want) {
 				t.Fatalf("%s from %q: the codec writes %s (%v), encoding/json writes %s (%v)", target, payload, written, errOurs, want, errTheirs)
 			}
+			framed, errFramed := JSON{}.SerializeFramed("\xac\x01\x00", theirs.Elem().Interface())
+			if (errFramed == nil) != (errOurs == nil) || errOurs == nil && string(framed) != "\xac\x01\x00"+string(written) {
+				t.Fatalf("%s from %q: framed, the codec writes %q (%v), not the frame and %s", target, payload, framed, errFramed, written)
+			}
 		}
 	})
 }

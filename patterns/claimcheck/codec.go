@@ -31,9 +31,13 @@ type Codec struct {
 	store     Store
 	threshold int
 	monitor   Monitor
-	// ownsPayload is true for a delegate known to return a fresh slice of its
-	// own (serialization.JSON), whose spare capacity the frame may use.
-	ownsPayload bool
+}
+
+// framer is a delegate that writes a frame before its payload in the one
+// slice it returns (serialization.JSON's SerializeFramed), so an inline body
+// costs no second copy of the payload.
+type framer interface {
+	SerializeFramed(frame string, message any) ([]byte, error)
 }
 
 // New returns a Codec over delegate (nil means serialization.JSON) that keeps
@@ -47,8 +51,7 @@ func New(delegate Delegate, store Store, options ...Option) (*Codec, error) {
 		delegate = serialization.JSON{}
 	}
 	c := newConfig(options)
-	_, ownsPayload := delegate.(serialization.JSON)
-	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor, ownsPayload: ownsPayload}, nil
+	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor}, nil
 }
 
 // ContentType is the delegate's, unchanged: a claim-checked message is still
@@ -60,14 +63,14 @@ func (c *Codec) ContentType() string { return c.delegate.ContentType() }
 // bytes; a longer one is put in the store and the body is 0xAC 0x01 0x01 and
 // the key. The codec writes no header (x-acemq-claim is the application's).
 func (c *Codec) Serialize(message any) ([]byte, error) {
-	payload, err := c.delegate.Serialize(message)
+	payload, framed, err := c.encode(message)
 	if err != nil {
 		return nil, err
 	}
 	if len(payload) < c.threshold {
 		c.monitor.Inlined(len(payload))
-		if c.ownsPayload {
-			return inlineInPlace(payload), nil
+		if framed != nil {
+			return framed, nil
 		}
 		return inline(payload), nil
 	}
@@ -83,6 +86,19 @@ func (c *Codec) Serialize(message any) ([]byte, error) {
 	}
 	c.monitor.Offloaded(len(payload))
 	return claim(key), nil
+}
+
+// encode returns the delegate's payload and, from a delegate that frames it
+// itself, the same payload behind the inline frame (framed is nil otherwise).
+func (c *Codec) encode(message any) (payload, framed []byte, err error) {
+	if f, ok := c.delegate.(framer); ok {
+		if framed, err = f.SerializeFramed(inlineFrame, message); err != nil {
+			return nil, nil, err
+		}
+		return framed[frameLength:], framed, nil
+	}
+	payload, err = c.delegate.Serialize(message)
+	return payload, nil, err
 }
 
 // Deserialize decodes payload into target. An inline frame is handed to the

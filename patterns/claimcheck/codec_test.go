@@ -2,6 +2,7 @@ package claimcheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -232,11 +233,38 @@ func (f *CodecFixture) TestTheMemoryStoreCopiesBytesInAndOut() {
 	f.So(store.Len(), should.Equal, 0)
 }
 
-func (f *CodecFixture) TestFramingInPlaceMatchesFramingByCopy() {
-	for _, spare := range []int{0, 2, 3, 10} {
-		payload := make([]byte, 5, 5+spare)
-		copy(payload, "hello")
-		want := inline([]byte("hello"))
-		f.So(inlineInPlace(payload), should.Resemble, want)
+// A delegate that frames its own payload (serialization.JSON) writes the
+// same inline body as one framed by copy, and an offloaded payload is the
+// delegate's bytes without the frame.
+func (f *CodecFixture) TestFramingByTheDelegateMatchesFramingByCopy() {
+	store := NewMemoryStore()
+	framing, _ := New(serialization.JSON{}, store, Options.OffloadAbove(64))
+	copying, _ := New(plainJSON{}, store, Options.OffloadAbove(64))
+	for _, note := range []string{"", "short", strings.Repeat("x", 100)} {
+		message := map[string]string{"note": note}
+		framed, err := framing.Serialize(message)
+		f.So(err, should.BeNil)
+		copied, err := copying.Serialize(message)
+		f.So(err, should.BeNil)
+		if IsClaimChecked(framed) {
+			key, _ := KeyOf(framed)
+			held, _, _ := store.Get(key)
+			want, _ := json.Marshal(message)
+			f.So(len(framed), should.BeLessThan, 64)
+			f.So(string(held), should.Equal, string(want))
+			continue
+		}
+		f.So(framed, should.Resemble, copied)
 	}
+}
+
+// plainJSON is JSON as a delegate that does not frame its payload itself.
+type plainJSON struct{}
+
+func (plainJSON) ContentType() string { return serialization.JSON{}.ContentType() }
+func (plainJSON) Serialize(message any) ([]byte, error) {
+	return serialization.JSON{}.Serialize(message)
+}
+func (plainJSON) Deserialize(payload []byte, target any) error {
+	return serialization.JSON{}.Deserialize(payload, target)
 }

@@ -62,19 +62,9 @@ func inline(payload []byte) []byte {
 	return body
 }
 
-// inlineInPlace is inline over a payload the caller owns: when its spare
-// capacity holds the three bytes, the payload is moved up in place instead of
-// copied to a new slice.
-func inlineInPlace(payload []byte) []byte {
-	n := len(payload)
-	if cap(payload)-n < frameLength {
-		return inline(payload)
-	}
-	body := payload[:n+frameLength]
-	copy(body[frameLength:], body[:n])
-	body[0], body[1], body[2] = magic, version, formInline
-	return body
-}
+// inlineFrame is the inline form's three bytes, for a delegate that writes
+// them before its payload itself (framer).
+var inlineFrame = string([]byte{magic, version, formInline})
 
 // claim frames key as a claim check: 0xAC 0x01 0x01 + key as bare UTF-8.
 func claim(key string) []byte {
