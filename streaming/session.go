@@ -374,8 +374,7 @@ func (s *session) next(giveUp <-chan time.Time, into []*messaging.Delivery) ([]*
 // queue alone: then the others are acknowledged and the session goes on.
 func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, batch []*messaging.Delivery) ([]*messaging.Delivery, bool) {
 	queue := s.subscription.queue
-	messages := make([]any, 0, len(batch))
-	deliveries := make([]messaging.Delivery, 0, len(batch))
+	messages, deliveries := batchSlices(len(batch))
 	for _, delivery := range batch {
 		if delivery.Undecodable != nil && errors.Is(delivery.Undecodable, messaging.ErrFiltered) {
 			continue
@@ -412,6 +411,23 @@ func (s *session) handleBatch(ctx context.Context, handler messaging.Handler, ba
 		slog.String("stream", queue), slog.Int("count", len(batch)-len(settled)),
 		slog.String("panic", fmt.Sprint(value)), slog.String("stack", string(stack)))
 	return settled, false
+}
+
+// batchOfOne holds the two slices of a batch of one delivery, the default
+// BatchCapacity, in one allocation instead of two.
+type batchOfOne struct {
+	message  [1]any
+	delivery [1]messaging.Delivery
+}
+
+// batchSlices returns empty slices with room for n messages and their
+// envelopes: handlers may keep them, so each batch has its own.
+func batchSlices(n int) ([]any, []messaging.Delivery) {
+	if n == 1 {
+		one := new(batchOfOne)
+		return one.message[:0], one.delivery[:0]
+	}
+	return make([]any, 0, n), make([]messaging.Delivery, 0, n)
 }
 
 // requeueUnsettled handles a batch whose settlement failed for some of its
