@@ -318,6 +318,26 @@ func (f *ConsumerFixture) TestHandledDeliveriesAreHeldAtMostAckHold() {
 	})
 }
 
+// A batch that took ackHold or longer is acknowledged as soon as it
+// returns, though more is buffered: a slow handler gains nothing from
+// sharing an acknowledgement, and a lost connection would redo it.
+func (f *ConsumerFixture) TestASlowBatchIsAcknowledgedAtOnce() {
+	f.inBubble(func() {
+		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(1))
+		f.stream.push(delivery("1"))
+		receive(f.T(), f.handler.entered, "the handler to start a batch")
+		f.stream.push(delivery("2"))
+		eventually(f.T(), f.stream.waiting(2))
+		time.Sleep(ackHold) // the bubble's clock: the first batch takes ackHold
+		f.handler.release(f.T())
+		receive(f.T(), f.handler.entered, "the handler to start the second batch")
+		synctest.Wait()
+		f.So(f.stream.ackedIDs(), should.Equal, [][]string{{"1"}})
+		f.handler.release(f.T())
+		eventually(f.T(), func() bool { return len(f.stream.ackedFlat()) == 2 })
+	})
+}
+
 func (f *ConsumerFixture) TestBatchCapacityLimitsTheBatch() {
 	f.inBubble(func() {
 		f.listen(SubscriptionOptions.BufferCapacity(10), SubscriptionOptions.BatchCapacity(2))

@@ -12,10 +12,11 @@
 // process). The wait applies only while deliveries flow: a delivery that came
 // after the worker had waited longer than that millisecond (a reply, a
 // trickle) is acknowledged as soon as Handle returns, as waiting for a next
-// one would only delay it. Nothing handled is held longer than 20 ms while
-// more is buffered, so a connection lost under a slow handler redelivers
-// little of its finished work. Shutdown and a failing session acknowledge at
-// once.
+// one would only delay it. A worker stops holding once the oldest held
+// delivery was handled 20 ms ago or a batch took 20 ms to handle (what is
+// held while a batch runs waits for it to return), so a connection lost under
+// a slow handler redelivers little of its finished work. Shutdown and a
+// failing session acknowledge at once.
 //
 // Each subscription owns its connection and its reconnect loop: a failure in one
 // subscription never restarts another. After a session ends for any reason other

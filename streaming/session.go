@@ -59,11 +59,13 @@ type session struct {
 const ackLinger = time.Millisecond
 
 // ackHold bounds how long a worker holds handled deliveries while more are
-// buffered: once the oldest was handled that long ago, they are acknowledged
-// whatever waits. A connection lost under a slow handler so redelivers at
-// most this much of its finished work (a set-aside copy already confirmed is
-// not sent again each time), while a fast consumer still sends one
-// acknowledgement per half prefetch.
+// buffered: once the oldest was handled that long ago, or a batch took that
+// long to handle, what is held is acknowledged whatever waits. A connection
+// lost under a slow handler so redelivers little of its finished work (a
+// set-aside copy already confirmed is not sent again each time), while a fast
+// consumer still sends one acknowledgement per half prefetch. What is held
+// when a batch starts waits for that batch's Handle to return: a fast batch
+// followed by a slow one is acknowledged when the slow one ends.
 const ackHold = 20 * time.Millisecond
 
 func newSession(r *runner, stream messaging.Stream) *session {
@@ -245,7 +247,9 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			s.acknowledge(pending)
 			return
 		}
+		began := time.Now()
 		handled, ok := s.handleBatch(ctx, handler, batch)
+		slow := time.Since(began) >= ackHold
 		if !ok {
 			// Handled before the panic, and what the panicking batch's
 			// settlement had settled for good: do not make the broker
@@ -271,7 +275,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 		if len(pending) == len(handled) {
 			held = time.Now()
 		}
-		if len(pending) < s.coalesce && time.Since(held) < ackHold && !s.stopping() {
+		if len(pending) < s.coalesce && !slow && time.Since(held) < ackHold && !s.stopping() {
 			continue // more is buffered, or next will say not: one ack for all of them
 		}
 		if !s.acknowledge(pending) {

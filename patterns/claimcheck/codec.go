@@ -31,13 +31,10 @@ type Codec struct {
 	store     Store
 	threshold int
 	monitor   Monitor
-}
-
-// framer is a delegate that writes a frame before its payload in the one
-// slice it returns (serialization.JSON's SerializeFramed), so an inline body
-// costs no second copy of the payload.
-type framer interface {
-	SerializeFramed(frame string, message any) ([]byte, error)
+	// framesJSON is true when the delegate is serialization.JSON itself (not
+	// a type that embeds it and may write otherwise): JSON writes the inline
+	// frame in front of its payload, so an inline body is not copied again.
+	framesJSON bool
 }
 
 // New returns a Codec over delegate (nil means serialization.JSON) that keeps
@@ -51,7 +48,8 @@ func New(delegate Delegate, store Store, options ...Option) (*Codec, error) {
 		delegate = serialization.JSON{}
 	}
 	c := newConfig(options)
-	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor}, nil
+	_, framesJSON := delegate.(serialization.JSON)
+	return &Codec{delegate: delegate, store: store, threshold: c.threshold, monitor: c.monitor, framesJSON: framesJSON}, nil
 }
 
 // ContentType is the delegate's, unchanged: a claim-checked message is still
@@ -91,8 +89,8 @@ func (c *Codec) Serialize(message any) ([]byte, error) {
 // encode returns the delegate's payload and, from a delegate that frames it
 // itself, the same payload behind the inline frame (framed is nil otherwise).
 func (c *Codec) encode(message any) (payload, framed []byte, err error) {
-	if f, ok := c.delegate.(framer); ok {
-		if framed, err = f.SerializeFramed(inlineFrame, message); err != nil {
+	if c.framesJSON {
+		if framed, err = (serialization.JSON{}).SerializeFramed(inlineFrame, message); err != nil {
 			return nil, nil, err
 		}
 		return framed[frameLength:], framed, nil

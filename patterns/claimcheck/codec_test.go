@@ -258,6 +258,23 @@ func (f *CodecFixture) TestFramingByTheDelegateMatchesFramingByCopy() {
 	}
 }
 
+// A delegate that embeds serialization.JSON but writes its own payload is
+// asked for its payload: only JSON itself frames in place.
+func (f *CodecFixture) TestADelegateEmbeddingJSONWritesItsOwnPayload() {
+	codec, _ := New(upperJSON{}, NewMemoryStore())
+	body, err := codec.Serialize(map[string]string{"note": "quiet"})
+	f.So(err, should.BeNil)
+	f.So(string(body[frameLength:]), should.Equal, `{"NOTE":"QUIET"}`)
+}
+
+// upperJSON embeds JSON and writes upper-case JSON.
+type upperJSON struct{ serialization.JSON }
+
+func (u upperJSON) Serialize(message any) ([]byte, error) {
+	payload, err := u.JSON.Serialize(message)
+	return bytes.ToUpper(payload), err
+}
+
 // plainJSON is JSON as a delegate that does not frame its payload itself.
 type plainJSON struct{}
 

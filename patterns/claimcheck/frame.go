@@ -62,8 +62,8 @@ func inline(payload []byte) []byte {
 	return body
 }
 
-// inlineFrame is the inline form's three bytes, for a delegate that writes
-// them before its payload itself (framer).
+// inlineFrame is the inline form's three bytes, for serialization.JSON to
+// write in front of its payload.
 var inlineFrame = string([]byte{magic, version, formInline})
 
 // claim frames key as a claim check: 0xAC 0x01 0x01 + key as bare UTF-8.
