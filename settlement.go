@@ -78,7 +78,7 @@ type settlerKey struct{}
 // WithSettler returns a context whose Accept, Reject, Park, Retry and
 // InProgress go to settler. Settlement decorators call it once per batch;
 // handlers do not. Where ctx carries no hop record yet, the context also
-// records hops as WithHopRecord's does: the batch a settlement decorator
+// records hops as WithHopRecord does: the batch a settlement decorator
 // settles is the batch whose hops are published once.
 func WithSettler(ctx context.Context, settler Settler) context.Context {
 	c := &settlerContext{Context: ctx, settler: settler}

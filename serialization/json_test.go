@@ -108,4 +108,7 @@ func TestJSONFailsWithEncodingJSONsErrors(t *testing.T) {
 	if _, err := (JSON{}).Serialize(math.NaN()); !errors.As(err, &unsupported) {
 		t.Errorf("Serialize(NaN): %v; want a *json.UnsupportedValueError", err)
 	}
+	if framed, err := (JSON{}).SerializeFramed("\xac\x01\x00", math.NaN()); framed != nil || !errors.As(err, &unsupported) {
+		t.Errorf("SerializeFramed(NaN): %q, %v; want nothing and a *json.UnsupportedValueError", framed, err)
+	}
 }

@@ -319,9 +319,9 @@ var closed = func() <-chan time.Time {
 }()
 
 // next waits for one delivery and takes whatever else is buffered, up to the
-// batch capacity, without waiting for more, into into's array (reused). It waits for the first one until
-// giveUp is ready (never when giveUp is nil), and returns (nil, true) when
-// nothing came by then.
+// batch capacity, without waiting for more, reusing into's array. It waits
+// for the first one until giveUp is ready (never when giveUp is nil), and
+// returns (nil, true) when nothing came by then.
 func (s *session) next(giveUp <-chan time.Time, into []*messaging.Delivery) ([]*messaging.Delivery, bool) {
 	var shutdown <-chan struct{}
 	if s.subscription.strategy != ShutdownStrategyDrain {

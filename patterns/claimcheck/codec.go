@@ -86,8 +86,9 @@ func (c *Codec) Serialize(message any) ([]byte, error) {
 	return claim(key), nil
 }
 
-// encode returns the delegate's payload and, from a delegate that frames it
-// itself, the same payload behind the inline frame (framed is nil otherwise).
+// encode returns the delegate's payload and, when the delegate is
+// serialization.JSON, the same payload behind the inline frame in one slice
+// (framed is nil otherwise).
 func (c *Codec) encode(message any) (payload, framed []byte, err error) {
 	if c.framesJSON {
 		if framed, err = (serialization.JSON{}).SerializeFramed(inlineFrame, message); err != nil {
