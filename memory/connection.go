@@ -33,11 +33,7 @@ func (c *connection) usableLocked() error {
 // Reader opens a reader on this connection.
 func (c *connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	r := &reader{conn: c, streams: map[*stream]struct{}{}}
-	err := c.locked(ctx, "open a reader", func(*Broker) error {
-		c.readers[r] = struct{}{}
-		return nil
-	})
-	if err != nil {
+	if err := register(ctx, c, "open a reader", c.readers, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -63,14 +59,19 @@ func (c *connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, 
 
 func (c *connection) openWriter(ctx context.Context) (*writer, error) {
 	w := &writer{conn: c}
-	err := c.locked(ctx, "open a writer", func(*Broker) error {
-		c.writers[w] = struct{}{}
-		return nil
-	})
-	if err != nil {
+	if err := register(ctx, c, "open a writer", c.writers, w); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// register adds what c opened to its set (c.readers or c.writers), so Close
+// closes it; op names the step in an error, such as a closed connection's.
+func register[T comparable](ctx context.Context, c *connection, op string, set map[T]struct{}, opened T) error {
+	return c.locked(ctx, op, func(*Broker) error {
+		set[opened] = struct{}{}
+		return nil
+	})
 }
 
 // Close closes the connection's readers, streams and writers, requeues what

@@ -32,6 +32,20 @@ func Statements(ddl string) []string {
 	return statements
 }
 
+// Script joins statements into one script for a migration tool, each
+// statement ending in a semicolon: the inverse of Statements.
+func Script(statements ...string) string {
+	return strings.Join(statements, ";\n") + ";\n"
+}
+
+// DB is what the module's tables need of a database: *sql.DB, *sql.Conn and
+// *sql.Tx all have it, so a table used through a *sql.Tx is written in that
+// transaction.
+type DB interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // Index is a secondary index of one of the module's tables.
 type Index struct {
 	// Name is the index's name, unique in its schema.
@@ -40,14 +54,21 @@ type Index struct {
 	Table string
 	// Columns are the indexed columns, in order.
 	Columns []string
+	// Unique makes it a unique index.
+	Unique bool
 }
 
 // CreateIndex is the statement that creates index when it is missing, for
-// migrations: CREATE INDEX IF NOT EXISTS on PostgreSQL, SQLite and MariaDB.
-// MySQL 8 has no such form: there, declare the index inside CREATE TABLE IF
-// NOT EXISTS, or let CreateTable create what is missing.
+// migrations: CREATE [UNIQUE] INDEX IF NOT EXISTS on PostgreSQL, SQLite and
+// MariaDB. MySQL 8 has no such form: there, declare the index inside CREATE
+// TABLE IF NOT EXISTS, or let CreateTable or EnsureIndex create what is
+// missing.
 func (d Dialect) CreateIndex(index Index) string {
-	return fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (%s)", index.Name, index.Table, strings.Join(index.Columns, ", "))
+	kind := "INDEX"
+	if index.Unique {
+		kind = "UNIQUE INDEX"
+	}
+	return fmt.Sprintf("CREATE %s IF NOT EXISTS %s ON %s (%s)", kind, index.Name, index.Table, strings.Join(index.Columns, ", "))
 }
 
 // CreateTable makes a table of the module ready in db, whatever part of it
@@ -63,14 +84,18 @@ func (d Dialect) CreateTable(ctx context.Context, db *sql.DB, ddl string, indexe
 		}
 	}
 	for _, index := range indexes {
-		if err := d.ensureIndex(ctx, db, index); err != nil {
+		if err := d.EnsureIndex(ctx, db, index); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d Dialect) ensureIndex(ctx context.Context, db *sql.DB, index Index) error {
+// EnsureIndex creates index unless its table has it: with CreateIndex's
+// statement, or on MySQL and MariaDB after asking the catalog
+// (information_schema.statistics), since MySQL 8 has no CREATE INDEX IF NOT
+// EXISTS. The error names the index.
+func (d Dialect) EnsureIndex(ctx context.Context, db DB, index Index) error {
 	statement := d.CreateIndex(index)
 	if d.IsMySQL() {
 		present, err := mysqlHasIndex(ctx, db, index)
@@ -87,7 +112,7 @@ func (d Dialect) ensureIndex(ctx context.Context, db *sql.DB, index Index) error
 
 // mysqlHasIndex asks MySQL's catalog whether index's table has an index of
 // its name.
-func mysqlHasIndex(ctx context.Context, db *sql.DB, index Index) (bool, error) {
+func mysqlHasIndex(ctx context.Context, db DB, index Index) (bool, error) {
 	schema, table := "", index.Table
 	if dot := strings.LastIndexByte(index.Table, '.'); dot >= 0 {
 		schema, table = index.Table[:dot], index.Table[dot+1:]

@@ -21,6 +21,10 @@ func TestCreateIndexCreatesOnlyWhatIsMissing(t *testing.T) {
 	if got := PostgreSQL.CreateIndex(index); got != "CREATE INDEX IF NOT EXISTS ix_t_a ON t (a, b)" {
 		t.Errorf("CreateIndex: %q", got)
 	}
+	index.Unique = true
+	if got := SQLite.CreateIndex(index); got != "CREATE UNIQUE INDEX IF NOT EXISTS ix_t_a ON t (a, b)" {
+		t.Errorf("CreateIndex of a unique index: %q", got)
+	}
 }
 
 // CreateTable run twice, and over a table that lost an index, leaves the

@@ -40,37 +40,23 @@ func NewAdmin(db *sql.DB, options ...Option) *Admin {
 
 // Retired lists up to limit retired rows, oldest first (limit <= 0 means 100).
 func (a *Admin) Retired(ctx context.Context, limit int) ([]RetiredMessage, error) {
-	if a.err != nil {
-		return nil, a.err
+	return listRows(ctx, a, limit, "retired", "SELECT id, message_id, topic, routing_key, message_type, created_us, retired_us, publish_attempts, last_error FROM {t} "+
+		"WHERE dispatched_us IS NULL AND retired_us IS NOT NULL ORDER BY id LIMIT ?", scanRetired)
+}
+
+// scanRetired reads a row of Retired's query.
+func scanRetired(s scanner) (RetiredMessage, error) {
+	var (
+		m               RetiredMessage
+		created, retire int64
+		attempts        int64
+		lastError       sql.NullString
+	)
+	if err := s.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &retire, &attempts, &lastError); err != nil {
+		return m, err
 	}
-	if limit <= 0 {
-		limit = 100
-	}
-	s := a.store
-	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, retired_us, publish_attempts, last_error FROM {t} "+
-		"WHERE dispatched_us IS NULL AND retired_us IS NOT NULL ORDER BY id LIMIT ?"), limit)
-	if err != nil {
-		return nil, fmt.Errorf("sqlmq: list retired outbox rows in %s: %w", s.table, err)
-	}
-	defer func() { _ = result.Close() }()
-	var retired []RetiredMessage
-	for result.Next() {
-		var (
-			m               RetiredMessage
-			created, retire int64
-			attempts        int64
-			lastError       sql.NullString
-		)
-		if err := result.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &retire, &attempts, &lastError); err != nil {
-			return nil, fmt.Errorf("sqlmq: read a retired outbox row: %w", err)
-		}
-		m.Created, m.Retired, m.Attempts, m.LastError = fromMicros(created), fromMicros(retire), int(attempts), lastError.String
-		retired = append(retired, m)
-	}
-	if err := result.Err(); err != nil {
-		return nil, fmt.Errorf("sqlmq: list retired outbox rows in %s: %w", s.table, err)
-	}
-	return retired, nil
+	m.Created, m.Retired, m.Attempts, m.LastError = fromMicros(created), fromMicros(retire), int(attempts), lastError.String
+	return m, nil
 }
 
 // Release puts retired rows back to be published: attempts go back to zero and
@@ -120,6 +106,29 @@ type PendingMessage struct {
 // Pending lists up to limit rows waiting to be published, oldest first (limit
 // <= 0 means 100).
 func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error) {
+	return listRows(ctx, a, limit, "pending", "SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
+		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?", scanPending)
+}
+
+// scanPending reads a row of Pending's query.
+func scanPending(s scanner) (PendingMessage, error) {
+	var (
+		m                PendingMessage
+		created          int64
+		attempts         int64
+		lastError, owner sql.NullString
+		until            sql.NullInt64
+	)
+	if err := s.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &attempts, &lastError, &owner, &until); err != nil {
+		return m, err
+	}
+	m.Created, m.Attempts, m.LastError, m.LeaseOwner, m.LeaseUntil = fromMicros(created), int(attempts), lastError.String, owner.String, fromMicros(until.Int64)
+	return m, nil
+}
+
+// listRows runs query, whose one argument is the limit (limit <= 0 means 100),
+// and reads each row it returns with scan; what names the rows in an error.
+func listRows[T any](ctx context.Context, a *Admin, limit int, what, query string, scan func(scanner) (T, error)) ([]T, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
@@ -127,31 +136,23 @@ func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error
 		limit = 100
 	}
 	s := a.store
-	result, err := s.db.QueryContext(ctx, s.q("SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
-		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?"), limit)
+	result, err := s.db.QueryContext(ctx, s.q(query), limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", s.table, err)
+		return nil, fmt.Errorf("sqlmq: list %s outbox rows in %s (does the table exist? see sqlmq.CreateSchema): %w", what, s.table, err)
 	}
 	defer func() { _ = result.Close() }()
-	var pending []PendingMessage
+	var listed []T
 	for result.Next() {
-		var (
-			m                PendingMessage
-			created          int64
-			attempts         int64
-			lastError, owner sql.NullString
-			until            sql.NullInt64
-		)
-		if err := result.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &attempts, &lastError, &owner, &until); err != nil {
-			return nil, fmt.Errorf("sqlmq: read a pending outbox row: %w", err)
+		m, err := scan(result)
+		if err != nil {
+			return nil, fmt.Errorf("sqlmq: read a %s outbox row: %w", what, err)
 		}
-		m.Created, m.Attempts, m.LastError, m.LeaseOwner, m.LeaseUntil = fromMicros(created), int(attempts), lastError.String, owner.String, fromMicros(until.Int64)
-		pending = append(pending, m)
+		listed = append(listed, m)
 	}
 	if err := result.Err(); err != nil {
-		return nil, fmt.Errorf("sqlmq: list pending outbox rows in %s: %w", s.table, err)
+		return nil, fmt.Errorf("sqlmq: list %s outbox rows in %s: %w", what, s.table, err)
 	}
-	return pending, nil
+	return listed, nil
 }
 
 // Undispatched counts rows waiting to be published (retired rows excluded).

@@ -208,10 +208,11 @@ func untag(tag string, body json.RawMessage, depth int) (any, error) {
 }
 
 // untagText reads a value stored as a JSON string and parsed by parse.
-func untagText[T any](body json.RawMessage, parse func(string) (T, error)) (any, error) {
+func untagText[T any](body json.RawMessage, parse func(string) (T, error)) (T, error) {
 	var s string
 	if err := json.Unmarshal(body, &s); err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
 	return parse(s)
 }
@@ -226,7 +227,7 @@ func untagFloat(tag string, body json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if bits == 32 {
-		return float32(f.(float64)), nil
+		return float32(f), nil
 	}
 	return f, nil
 }
@@ -282,12 +283,8 @@ func untagArray(body json.RawMessage, depth int) (any, error) {
 }
 
 func untagInt(tag string, body json.RawMessage) (any, error) {
-	var s string
-	if err := json.Unmarshal(body, &s); err != nil {
-		return nil, err
-	}
 	bits := map[string]int{"int": strconv.IntSize, "i8": 8, "i16": 16, "i32": 32, "i64": 64}[tag]
-	n, err := strconv.ParseInt(s, 10, bits)
+	n, err := untagText(body, func(s string) (int64, error) { return strconv.ParseInt(s, 10, bits) })
 	if err != nil {
 		return nil, err
 	}
@@ -306,12 +303,8 @@ func untagInt(tag string, body json.RawMessage) (any, error) {
 }
 
 func untagUint(tag string, body json.RawMessage) (any, error) {
-	var s string
-	if err := json.Unmarshal(body, &s); err != nil {
-		return nil, err
-	}
 	bits := map[string]int{"u8": 8, "u16": 16, "u32": 32}[tag]
-	n, err := strconv.ParseUint(s, 10, bits)
+	n, err := untagText(body, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, bits) })
 	if err != nil {
 		return nil, err
 	}

@@ -109,23 +109,9 @@ func (s *store) readOwn(ctx context.Context, owner string, after int64, limit in
 		return nil, nil, fmt.Errorf("sqlmq: read the outbox rows leased to %s: %w", owner, err)
 	}
 	defer func() { _ = result.Close() }()
-	var rows []row
-	var unreadable []unreadableRow
-	for result.Next() {
-		var until sql.NullInt64
-		r, err := scanRow(leaseScanner{result, &until})
-		var u unreadableRow
-		switch {
-		case errors.As(err, &u):
-			unreadable = append(unreadable, u)
-		case err != nil:
-			return nil, nil, err
-		default:
-			if until.Valid {
-				r.leaseUntil = fromMicros(until.Int64)
-			}
-			rows = append(rows, r)
-		}
+	rows, unreadable, err := scanRows(result, scanLeasedRow)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := result.Err(); err != nil {
 		return nil, nil, fmt.Errorf("sqlmq: read the outbox rows leased to %s: %w", owner, err)
@@ -138,6 +124,16 @@ func (s *store) readOwn(ctx context.Context, owner string, after int64, limit in
 		}
 	}
 	return rows, unreadable, nil
+}
+
+// scanLeasedRow scans a row and, after its columns, its lease.
+func scanLeasedRow(s scanner) (row, error) {
+	var until sql.NullInt64
+	r, err := scanRow(leaseScanner{s, &until})
+	if err == nil && until.Valid {
+		r.leaseUntil = fromMicros(until.Int64)
+	}
+	return r, err
 }
 
 // leaseScanner scans a row and, after its columns, its lease.
@@ -177,10 +173,24 @@ func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, []unr
 		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
 	}
 	defer func() { _ = result.Close() }()
+	rows, unreadable, err := scanRows(result, scanRow)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := result.Err(); err != nil {
+		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
+	}
+	return rows, unreadable, nil
+}
+
+// scanRows reads each row of result with scan, keeping apart those that
+// cannot be turned back into a dispatch. It stops at the first other error,
+// a failed scan; the caller checks result.Err.
+func scanRows(result *sql.Rows, scan func(scanner) (row, error)) ([]row, []unreadableRow, error) {
 	var rows []row
 	var unreadable []unreadableRow
 	for result.Next() {
-		r, err := scanRow(result)
+		r, err := scan(result)
 		var u unreadableRow
 		switch {
 		case errors.As(err, &u):
@@ -190,9 +200,6 @@ func (s *store) read(ctx context.Context, db querier, ids []int64) ([]row, []unr
 		default:
 			rows = append(rows, r)
 		}
-	}
-	if err := result.Err(); err != nil {
-		return nil, nil, fmt.Errorf("sqlmq: read %d claimed outbox row(s): %w", len(ids), err)
 	}
 	return rows, unreadable, nil
 }

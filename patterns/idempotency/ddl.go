@@ -21,7 +21,7 @@ import (
 // Their rows keep working: the default, an empty owner, is one no claim of
 // this store carries.
 func (s *SQLStore) Schema() string {
-	return strings.Join(s.Statements(), ";\n") + ";\n"
+	return sqldialect.Script(s.Statements()...)
 }
 
 // Statements is Schema one statement at a time, without the semicolons.
@@ -33,7 +33,7 @@ func (s *SQLStore) Statements() []string {
 			"    handled_at DATETIME(6) NOT NULL,\n" +
 			"    confirmed BOOLEAN NOT NULL DEFAULT FALSE,\n" +
 			"    claimed_by VARCHAR(36) NOT NULL DEFAULT '',\n" +
-			"    INDEX " + index + " (handled_at)\n" +
+			"    INDEX " + index.Name + " (handled_at)\n" +
 			")"}
 	}
 	return []string{
@@ -43,7 +43,7 @@ func (s *SQLStore) Statements() []string {
 			"    confirmed BOOLEAN NOT NULL DEFAULT FALSE,\n" +
 			"    claimed_by VARCHAR(36) NOT NULL DEFAULT ''\n" +
 			")",
-		"CREATE INDEX IF NOT EXISTS " + index + " ON " + s.table + " (handled_at)",
+		s.dialect.CreateIndex(index),
 	}
 }
 
@@ -76,26 +76,8 @@ func (s *SQLStore) CreateTable(ctx context.Context) error {
 			return fmt.Errorf("idempotency: add column %s to %s: %w", column.name, s.table, err)
 		}
 	}
-	return s.createIndex(ctx)
-}
-
-// createIndex creates the handled_at index unless it is there. MySQL has no
-// CREATE INDEX IF NOT EXISTS: it looks first.
-func (s *SQLStore) createIndex(ctx context.Context) error {
-	if !s.dialect.IsMySQL() {
-		if _, err := s.db.ExecContext(ctx, s.Statements()[1]); err != nil {
-			return fmt.Errorf("idempotency: create index %s: %w", s.index(), err)
-		}
-		return nil
-	}
-	present, err := s.count(ctx, "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? AND index_name = ?", s.index())
-	if err != nil {
-		return fmt.Errorf("idempotency: look for index %s: %w", s.index(), err)
-	}
-	if present == 0 {
-		if _, err := s.db.ExecContext(ctx, "CREATE INDEX "+s.index()+" ON "+s.table+" (handled_at)"); err != nil {
-			return fmt.Errorf("idempotency: create index %s: %w", s.index(), err)
-		}
+	if err := s.dialect.EnsureIndex(ctx, s.db, s.index()); err != nil {
+		return fmt.Errorf("idempotency: create %s: %w", s.table, err)
 	}
 	return nil
 }
@@ -142,5 +124,7 @@ func (s *SQLStore) count(ctx context.Context, query, name string) (int, error) {
 	return n, err
 }
 
-// index is the handled_at index's name.
-func (s *SQLStore) index() string { return sqldialect.BareName(s.table) + "_handled_at" }
+// index is the handled_at index.
+func (s *SQLStore) index() sqldialect.Index {
+	return sqldialect.Index{Name: sqldialect.BareName(s.table) + "_handled_at", Table: s.table, Columns: []string{"handled_at"}}
+}

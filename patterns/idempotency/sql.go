@@ -18,12 +18,10 @@ import (
 // a database that fails the claim (MySQL: "Data too long") or cuts it short.
 const MaxKeyLength = 255
 
-// DB is what the SQL store needs of a database: *sql.DB, *sql.Conn and *sql.Tx
-// all have it, so a store over a *sql.Tx writes in that transaction.
-type DB interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// DB is what the SQL store needs of a database, sqldialect.DB: *sql.DB,
+// *sql.Conn and *sql.Tx all have it, so a store over a *sql.Tx writes in that
+// transaction.
+type DB = sqldialect.DB
 
 // SQLStore keeps the keys in a table shared by every worker and process that
 // uses it: MySQL/MariaDB, PostgreSQL or SQLite, in the table layout of the

@@ -3,7 +3,6 @@ package schema
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/warrenmq/messaging/sqldialect"
 )
@@ -18,7 +17,7 @@ import (
 // table another library created. On MySQL the subject is compared byte for
 // byte (utf8mb4_bin), as the other dialects compare it.
 func (r *SQLRegistry) Schema() string {
-	return strings.Join(r.Statements(), ";\n") + ";\n"
+	return sqldialect.Script(r.Statements()...)
 }
 
 // Statements is Schema one statement at a time, without the semicolons.
@@ -35,11 +34,11 @@ func (r *SQLRegistry) Statements() []string {
 			"    definition LONGTEXT NOT NULL,\n" +
 			"    fingerprint VARCHAR(64) NOT NULL,\n" +
 			"    registered_at DATETIME(6) NOT NULL" + fingerprint + ",\n" +
-			"    CONSTRAINT " + r.versionIndex() + " UNIQUE (subject, version)\n)"}
+			"    CONSTRAINT " + r.versionIndex().Name + " UNIQUE (subject, version)\n)"}
 	case r.dialect.IsPostgreSQL():
-		return []string{r.portableTable("id BIGSERIAL PRIMARY KEY") + fingerprint + "\n)", r.versionIndexStatement()}
+		return []string{r.portableTable("id BIGSERIAL PRIMARY KEY") + fingerprint + "\n)", r.dialect.CreateIndex(r.versionIndex())}
 	default:
-		return []string{r.portableTable("id INTEGER PRIMARY KEY AUTOINCREMENT") + fingerprint + "\n)", r.versionIndexStatement()}
+		return []string{r.portableTable("id INTEGER PRIMARY KEY AUTOINCREMENT") + fingerprint + "\n)", r.dialect.CreateIndex(r.versionIndex())}
 	}
 }
 
@@ -55,10 +54,9 @@ func (r *SQLRegistry) portableTable(id string) string {
 		"    registered_at TIMESTAMP NOT NULL"
 }
 
-func (r *SQLRegistry) versionIndex() string { return sqldialect.BareName(r.table) + "_subject_version" }
-
-func (r *SQLRegistry) versionIndexStatement() string {
-	return "CREATE UNIQUE INDEX IF NOT EXISTS " + r.versionIndex() + " ON " + r.table + " (subject, version)"
+// versionIndex is the unique index on (subject, version).
+func (r *SQLRegistry) versionIndex() sqldialect.Index {
+	return sqldialect.Index{Name: sqldialect.BareName(r.table) + "_subject_version", Table: r.table, Columns: []string{"subject", "version"}, Unique: true}
 }
 
 // CreateTable creates what is missing of the registry's table on its database
@@ -67,31 +65,11 @@ func (r *SQLRegistry) versionIndexStatement() string {
 // safe to call on every start; the database user needs the right to create
 // the table and the index.
 func (r *SQLRegistry) CreateTable(ctx context.Context) error {
-	statements := r.Statements()
-	if _, err := r.db.ExecContext(ctx, statements[0]); err != nil {
+	if _, err := r.db.ExecContext(ctx, r.Statements()[0]); err != nil {
 		return fmt.Errorf("schema: create %s: %w", r.table, err)
 	}
-	if !r.dialect.IsMySQL() {
-		if _, err := r.db.ExecContext(ctx, statements[1]); err != nil {
-			return fmt.Errorf("schema: create index %s: %w", r.versionIndex(), err)
-		}
-		return nil
-	}
-	// MySQL has no CREATE INDEX IF NOT EXISTS: look first.
-	bare := sqldialect.BareName(r.table)
-	var schema any
-	if bare != r.table {
-		schema = strings.TrimSuffix(r.table, "."+bare)
-	}
-	var present int
-	if err := r.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ? AND index_name = ?",
-		schema, bare, r.versionIndex()).Scan(&present); err != nil {
-		return fmt.Errorf("schema: look for index %s: %w", r.versionIndex(), err)
-	}
-	if present == 0 {
-		if _, err := r.db.ExecContext(ctx, "CREATE UNIQUE INDEX "+r.versionIndex()+" ON "+r.table+" (subject, version)"); err != nil {
-			return fmt.Errorf("schema: create index %s: %w", r.versionIndex(), err)
-		}
+	if err := r.dialect.EnsureIndex(ctx, r.db, r.versionIndex()); err != nil {
+		return fmt.Errorf("schema: create %s: %w", r.table, err)
 	}
 	return nil
 }

@@ -10,12 +10,11 @@ import (
 	"github.com/warrenmq/messaging/sqldialect"
 )
 
-// DB is what the SQL registry needs of a database: *sql.DB, *sql.Conn and
-// *sql.Tx all have it.
+// DB is what the SQL registry needs of a database: sqldialect.DB, and
+// QueryContext for the lists. *sql.DB, *sql.Conn and *sql.Tx all have it.
 type DB interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	sqldialect.DB
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // registerAttempts bounds Register's loop: each pass loses only to another

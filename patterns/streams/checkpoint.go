@@ -14,12 +14,9 @@ import (
 // DefaultCheckpointTable is the checkpoint table's name.
 const DefaultCheckpointTable = "stream_checkpoints"
 
-// CheckpointDB is what Checkpoints needs of a database: *sql.DB, *sql.Conn
-// and *sql.Tx all have it.
-type CheckpointDB interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// CheckpointDB is what Checkpoints needs of a database, sqldialect.DB:
+// *sql.DB, *sql.Conn and *sql.Tx all have it.
+type CheckpointDB = sqldialect.DB
 
 // Checkpoints keeps each reader's next offset in a SQL table (MySQL/MariaDB,
 // PostgreSQL or SQLite), one row per reader name: the position a projection
@@ -79,7 +76,7 @@ func NewCheckpoints(db CheckpointDB, dialect sqldialect.Dialect, opts ...Checkpo
 // Schema returns the DDL of the checkpoint table, an idempotent CREATE TABLE
 // IF NOT EXISTS ending in a semicolon, for a migration tool (goose,
 // golang-migrate, atlas); CreateTable runs it.
-func (c *Checkpoints) Schema() string { return c.create() + ";\n" }
+func (c *Checkpoints) Schema() string { return sqldialect.Script(c.create()) }
 
 func (c *Checkpoints) create() string {
 	return "CREATE TABLE IF NOT EXISTS " + c.table + " (\n" +
