@@ -238,13 +238,9 @@ func (c *connection) closeChannel(ch adapter.Channel) error {
 
 // Close closes the connection and every channel on it, within the broker timeout.
 func (c *connection) Close() error {
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
+	if !markClosed(&c.mu, &c.closing) {
 		return nil
 	}
-	c.closing = true
-	c.mu.Unlock()
 
 	var err error
 	if c.pausedError() != nil {

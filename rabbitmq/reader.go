@@ -157,12 +157,10 @@ func consumerTag(config messaging.StreamConfig) string {
 
 // Close closes every stream the reader opened and its unused channel.
 func (r *reader) Close() error {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !markClosed(&r.mu, &r.closed) {
 		return nil
 	}
-	r.closed = true
+	r.mu.Lock()
 	onClose := r.onClose
 	spare := r.spare
 	r.spare = nil

@@ -274,12 +274,10 @@ func (h *handle) Reader(ctx context.Context) (messaging.Reader, error) {
 // channels, and lets go of the shared connections; the last handle on a
 // shared connection closes it. Later calls fail with messaging.ErrClosed.
 func (h *handle) Close() error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if !markClosed(&h.mu, &h.closed) {
 		return nil
 	}
-	h.closed = true
+	h.mu.Lock()
 	opened := make([]kept, 0, len(h.opened))
 	for o := range h.opened {
 		opened = append(opened, o)

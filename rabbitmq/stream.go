@@ -237,13 +237,9 @@ func (s *stream) Requeue(ctx context.Context, delivery messaging.Delivery) error
 // Close cancels the consumer and closes the channel, each within the broker
 // timeout. Deliveries not acknowledged return to the queue.
 func (s *stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !markClosed(&s.mu, &s.closed) {
 		return nil
 	}
-	s.closed = true
-	s.mu.Unlock()
 	if s.forget != nil {
 		s.forget(s)
 	}

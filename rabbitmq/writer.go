@@ -63,13 +63,9 @@ func (w *writer) ready() error {
 // Close closes the writer's channel. Publishes awaiting a confirm are answered
 // with messaging.ErrArrivalUnknown.
 func (w *writer) Close() error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	if !markClosed(&w.mu, &w.closed) {
 		return nil
 	}
-	w.closed = true
-	w.mu.Unlock()
 	if w.onClose != nil {
 		w.onClose()
 	}
