@@ -61,9 +61,12 @@ type Reader interface {
 
 // Stream delivers messages one at a time and acknowledges them once handled.
 type Stream interface {
-	// Read blocks until a delivery arrives, the context ends, or the stream fails.
+	// Read blocks until a delivery arrives, the context ends, or the stream
+	// fails. The caller owns delivery: the streaming runtime hands Read a
+	// zeroed Delivery it reuses once the delivery is acknowledged.
 	Read(ctx context.Context, delivery *Delivery) error
-	// Acknowledge settles the given deliveries with the broker.
+	// Acknowledge settles the given deliveries with the broker. It keeps
+	// neither the slice nor its values past the call: the caller reuses both.
 	Acknowledge(ctx context.Context, deliveries ...Delivery) error
 	io.Closer
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing/synctest"
@@ -93,6 +94,8 @@ type fakeConnector struct {
 	published []messaging.Dispatch
 	// noRequeue hides the streams' messaging.Requeuer.
 	noRequeue bool
+	// partial makes the streams' Read fill only some fields (partialStream).
+	partial *partialStream
 }
 
 func (c *fakeConnector) publishedTo() []string {
@@ -204,7 +207,48 @@ func (r *fakeReader) Stream(_ context.Context, config messaging.StreamConfig) (m
 	if r.connector.noRequeue {
 		return withoutRequeue{stream}, nil
 	}
+	if p := r.connector.partial; p != nil {
+		p.fakeStream = stream
+		return p, nil
+	}
 	return stream, nil
+}
+
+// partialStream is a Stream whose Read fills a delivery without headers only
+// in its tag, message id and source queue, as a minimal transport might (one
+// with headers whole), and counts
+// the Reads whose target was not zeroed: leftovers of an earlier delivery
+// would reach the handler as this one's.
+type partialStream struct {
+	*fakeStream
+	mu      sync.Mutex
+	reads   int
+	unclean int
+}
+
+func (p *partialStream) Read(ctx context.Context, delivery *messaging.Delivery) error {
+	p.mu.Lock()
+	p.reads++
+	if !reflect.ValueOf(*delivery).IsZero() {
+		p.unclean++
+	}
+	p.mu.Unlock()
+	var full messaging.Delivery
+	if err := p.fakeStream.Read(ctx, &full); err != nil {
+		return err
+	}
+	if full.Headers != nil {
+		*delivery = full
+		return nil
+	}
+	delivery.DeliveryID, delivery.MessageID, delivery.SourceQueue = full.DeliveryID, full.MessageID, full.SourceQueue
+	return nil
+}
+
+func (p *partialStream) counts() (reads, unclean int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reads, p.unclean
 }
 
 // withoutRequeue is a stream that cannot return one delivery to its queue.

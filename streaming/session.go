@@ -188,8 +188,9 @@ func (s *session) read() {
 	defer close(s.buffer)
 	queue := s.subscription.queue
 	for {
-		delivery := new(messaging.Delivery)
+		delivery := deliveries.Get().(*messaging.Delivery)
 		if err := s.stream.Read(s.readCtx, delivery); err != nil {
+			release(delivery)
 			if s.readCtx.Err() == nil {
 				s.logger.Info(fmt.Sprintf("Stream [%s] ended [%v]", queue, err),
 					slog.String("stream", queue), slog.Any("error", err))
@@ -216,6 +217,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 	// taken holds each batch in turn: nothing keeps a batch's slice past its
 	// iteration (pending copies the deliveries it holds), so one slice serves.
 	var taken []*messaging.Delivery
+	var acks []messaging.Delivery // what acknowledge hands the stream, reused
 	for {
 		var batch []*messaging.Delivery
 		ok := true
@@ -237,14 +239,14 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			taken = batch
 		}
 		if ok && batch == nil { // nothing buffered right now: settle what was handled
-			if !s.acknowledge(pending) {
+			if !s.acknowledge(pending, &acks) {
 				return
 			}
 			pending = pending[:0]
 			continue
 		}
 		if !ok {
-			s.acknowledge(pending)
+			s.acknowledge(pending, &acks)
 			return
 		}
 		began := time.Now()
@@ -254,7 +256,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			// Handled before the panic, and what the panicking batch's
 			// settlement had settled for good: do not make the broker
 			// redeliver them.
-			s.acknowledge(append(pending, handled...))
+			s.acknowledge(append(pending, handled...), &acks)
 			s.fail()
 			return
 		}
@@ -263,7 +265,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 			// Some went back to the queue: settle the rest now, and let a
 			// settlement that keeps failing come back at the reconnect
 			// schedule's pace rather than at once.
-			if !s.acknowledge(pending) {
+			if !s.acknowledge(pending, &acks) {
 				return
 			}
 			pending = pending[:0]
@@ -278,7 +280,7 @@ func (s *session) work(ctx context.Context, handler messaging.Handler) {
 		if len(pending) < s.coalesce && !slow && time.Since(held) < ackHold && !s.stopping() {
 			continue // more is buffered, or next will say not: one ack for all of them
 		}
-		if !s.acknowledge(pending) {
+		if !s.acknowledge(pending, &acks) {
 			return
 		}
 		pending = pending[:0]
@@ -473,26 +475,46 @@ func (s *session) requeueUnsettled(batch []*messaging.Delivery, value any) ([]*m
 }
 
 // acknowledge settles handled deliveries with one call (a multiple-ack where
-// the tags allow); it reports whether the worker may continue.
-func (s *session) acknowledge(handled []*messaging.Delivery) bool {
+// the tags allow); it reports whether the worker may continue. scratch is
+// the worker's own slice for the values the stream is given (Stream's
+// Acknowledge keeps none of them). Acknowledged, the deliveries go back to
+// the pool read takes them from.
+func (s *session) acknowledge(handled []*messaging.Delivery, scratch *[]messaging.Delivery) bool {
 	if len(handled) == 0 {
 		return true
 	}
 	queue := s.subscription.queue
-	deliveries := make([]messaging.Delivery, len(handled))
-	for i, delivery := range handled {
-		deliveries[i] = *delivery
+	acks := (*scratch)[:0]
+	for _, delivery := range handled {
+		acks = append(acks, *delivery)
 	}
-	err := s.stream.Acknowledge(s.ackCtx, deliveries...)
-	s.monitor.BatchAcknowledged(queue, len(deliveries), err)
+	err := s.stream.Acknowledge(s.ackCtx, acks...)
+	clear(acks) // hold no payload or decoded value past the call
+	*scratch = acks[:0]
+	s.monitor.BatchAcknowledged(queue, len(acks), err)
 	if err != nil {
-		s.logger.Warn(fmt.Sprintf("Unable to acknowledge [%d] delivery(ies) from stream [%s] [%v]; the broker will redeliver them.", len(deliveries), queue, err),
-			slog.String("stream", queue), slog.Int("count", len(deliveries)), slog.Any("error", err))
+		s.logger.Warn(fmt.Sprintf("Unable to acknowledge [%d] delivery(ies) from stream [%s] [%v]; the broker will redeliver them.", len(acks), queue, err),
+			slog.String("stream", queue), slog.Int("count", len(acks)), slog.Any("error", err))
 		s.fail()
 		return false
 	}
 	s.acked.Store(true)
+	for _, delivery := range handled {
+		release(delivery)
+	}
 	return true
+}
+
+// deliveries holds the Delivery values read fills: a delivery goes back once
+// acknowledged, when the runtime holds it nowhere else (handlers get copies),
+// so a busy consumer reuses a few hundred instead of allocating one per
+// message. Each comes out zeroed, as a Stream's Read may fill only some fields.
+var deliveries = sync.Pool{New: func() any { return new(messaging.Delivery) }}
+
+// release zeroes delivery, so the pool keeps no payload alive, and returns it.
+func release(delivery *messaging.Delivery) {
+	*delivery = messaging.Delivery{}
+	deliveries.Put(delivery)
 }
 
 // settledOf is what of a batch that ended early its settlement had already
