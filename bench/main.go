@@ -48,6 +48,10 @@ type measurement struct {
 	elapsed time.Duration
 	// mallocs is the process's heap allocations during the timed part.
 	mallocs uint64
+	// cpu is the process's CPU time (user and system) during the timed part:
+	// what a side costs the machine, which the host's noise moves far less
+	// than its rate.
+	cpu time.Duration
 	// latencies are per-message times, for the scenarios that take them.
 	latencies []time.Duration
 	// lag is, for the outbox, how long after the last commit the broker held
@@ -61,6 +65,7 @@ func (m *measurement) add(other measurement) {
 	m.msgs += other.msgs
 	m.elapsed += other.elapsed
 	m.mallocs += other.mallocs
+	m.cpu += other.cpu
 	m.latencies = append(m.latencies, other.latencies...)
 	m.lag = max(m.lag, other.lag)
 	m.batches += other.batches
@@ -80,24 +85,43 @@ func (m measurement) allocsPerMessage() float64 {
 	return float64(m.mallocs) / float64(m.msgs)
 }
 
+// cpuPerMessage is the process's CPU time per message, in microseconds.
+func (m measurement) cpuPerMessage() float64 {
+	if m.msgs == 0 {
+		return 0
+	}
+	return float64(m.cpu.Microseconds()) / float64(m.msgs)
+}
+
 // stopwatch times the measured part of a run and counts the heap allocations
-// the whole process made meanwhile.
+// and the CPU time the whole process used meanwhile.
 type stopwatch struct {
 	start   time.Time
 	mallocs uint64
+	cpu     time.Duration
 }
 
 func startWatch() stopwatch {
 	var stats runtime.MemStats
 	runtime.ReadMemStats(&stats)
-	return stopwatch{start: time.Now(), mallocs: stats.Mallocs}
+	return stopwatch{start: time.Now(), mallocs: stats.Mallocs, cpu: processCPU()}
 }
 
 func (w stopwatch) stop(msgs int) measurement {
 	elapsed := time.Since(w.start)
 	var stats runtime.MemStats
 	runtime.ReadMemStats(&stats)
-	return measurement{msgs: msgs, elapsed: elapsed, mallocs: stats.Mallocs - w.mallocs}
+	return measurement{msgs: msgs, elapsed: elapsed, mallocs: stats.Mallocs - w.mallocs, cpu: processCPU() - w.cpu}
+}
+
+// processCPU is the user and system CPU time this process has used so far
+// (zero where the system cannot tell).
+func processCPU() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
 
 // run is one side of a scenario: it runs once and reports what it did.
@@ -299,11 +323,25 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 			parts[i] = fmt.Sprintf("%s %.1f", sd.name, totals[i].allocsPerMessage())
 		}
 		fmt.Printf("# %s allocs/msg: %s\n", sc.name, strings.Join(parts, ", "))
+		fmt.Printf("# %s cpu µs/msg (this process, not the broker's): %s\n", sc.name, cpuLine(sc.sides, totals))
 	}
 	if sc.report != nil {
 		sc.report(totals)
 	}
 	return nil
+}
+
+// cpuLine gives each side's CPU time per message and, for a side with a
+// baseline, its ratio to the baseline's.
+func cpuLine(sides []side, totals []measurement) string {
+	parts := make([]string, len(sides))
+	for i, sd := range sides {
+		parts[i] = fmt.Sprintf("%s %.1f", sd.name, totals[i].cpuPerMessage())
+		if j := sideIndex(sides, sd.baseline); j >= 0 && totals[j].cpuPerMessage() > 0 {
+			parts[i] += fmt.Sprintf(" (%.2fx)", totals[i].cpuPerMessage()/totals[j].cpuPerMessage())
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func sideIndex(sides []side, name string) int {

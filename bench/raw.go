@@ -16,8 +16,11 @@ import (
 //
 // With envelope set, each message also carries the properties and x-acemq-*
 // headers our transport writes (the wire contract), so the cost of the
-// contract itself can be told apart from the cost of our code.
-func rawPublish(ctx context.Context, url, queue string, body []byte, window int, d time.Duration, envelope bool) (int, error) {
+// contract itself can be told apart from the cost of our code. With batch
+// above zero it publishes batch messages, then waits for every one of their
+// confirms before the next batch: what a Write of batch dispatches promises
+// (it returns each message's answer), written with the raw client.
+func rawPublish(ctx context.Context, url, queue string, body []byte, window int, d time.Duration, envelope bool, batch int) (int, error) {
 	conn, err := amqp.Dial(url)
 	if err != nil {
 		return 0, fmt.Errorf("raw publish: dial: %w", err)
@@ -60,6 +63,14 @@ func rawPublish(ctx context.Context, url, queue string, body []byte, window int,
 			return confirmed, fmt.Errorf("raw publish: %w", err)
 		}
 		pending = append(pending, c)
+		if batch > 0 && len(pending) == batch {
+			for _, c := range pending {
+				if err := wait(c); err != nil {
+					return confirmed, err
+				}
+			}
+			pending = pending[:0]
+		}
 	}
 	for _, c := range pending {
 		if err := wait(c); err != nil {

@@ -44,6 +44,7 @@ func requestScenario(s settings) scenario {
 			fmt.Printf("# request p50 raw %s ours %s ratio %.2f; p99 raw %s ours %s ratio %.2f\n",
 				rawP50.Round(time.Microsecond), oursP50.Round(time.Microsecond), durationRatio(oursP50, rawP50),
 				rawP99.Round(time.Microsecond), oursP99.Round(time.Microsecond), durationRatio(oursP99, rawP99))
+			printHandoffs("request", 5, "each of the two confirms passes the publisher's confirm reader; the request the responder's reader and worker; the reply the requester's reader, its worker and the hand-over to the caller")
 		},
 	}
 }

@@ -50,6 +50,7 @@ func roundTripScenario(s settings) scenario {
 			fmt.Printf("# roundtrip p50 raw %s ours %s ratio %.2f; p99 raw %s ours %s ratio %.2f\n",
 				rawP50.Round(time.Microsecond), oursP50.Round(time.Microsecond), durationRatio(oursP50, rawP50),
 				rawP99.Round(time.Microsecond), oursP99.Round(time.Microsecond), durationRatio(oursP99, rawP99))
+			printHandoffs("roundtrip", 4, "the confirm passes the publisher's confirm reader; the delivery the runtime's reader, its worker, and the handler's signal to the caller, where raw's caller takes it from the client's channel")
 		},
 	}
 }
