@@ -63,7 +63,9 @@ type Reader interface {
 type Stream interface {
 	// Read blocks until a delivery arrives, the context ends, or the stream
 	// fails. The caller owns delivery: the streaming runtime hands Read a
-	// zeroed Delivery it reuses once the delivery is acknowledged.
+	// zeroed Delivery it reuses once the delivery is acknowledged, so Read
+	// keeps no pointer to it and writes nothing to it after returning, even
+	// when it returns an error.
 	Read(ctx context.Context, delivery *Delivery) error
 	// Acknowledge settles the given deliveries with the broker. It keeps
 	// neither the slice nor its values past the call: the caller reuses both.

@@ -29,7 +29,7 @@ func publishScenario(s settings) scenario {
 	rawEnvelope := func(batch int) run {
 		return func(ctx context.Context, queue string) (measurement, error) {
 			watch := startWatch()
-			n, err := rawPublish(ctx, s.url, queue, body, s.window, s.duration, true, batch)
+			n, err := rawPublish(ctx, s.url, queue, body, max(s.window, batch), s.duration, true, batch)
 			return watch.stop(n), err
 		}
 	}

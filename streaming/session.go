@@ -188,9 +188,9 @@ func (s *session) read() {
 	defer close(s.buffer)
 	queue := s.subscription.queue
 	for {
-		delivery := deliveries.Get().(*messaging.Delivery)
+		delivery := deliveryPool.Get().(*messaging.Delivery)
 		if err := s.stream.Read(s.readCtx, delivery); err != nil {
-			release(delivery)
+			// Not released: a Read that gave up may still be filling it.
 			if s.readCtx.Err() == nil {
 				s.logger.Info(fmt.Sprintf("Stream [%s] ended [%v]", queue, err),
 					slog.String("stream", queue), slog.Any("error", err))
@@ -490,7 +490,11 @@ func (s *session) acknowledge(handled []*messaging.Delivery, scratch *[]messagin
 	}
 	err := s.stream.Acknowledge(s.ackCtx, acks...)
 	clear(acks) // hold no payload or decoded value past the call
-	*scratch = acks[:0]
+	if cap(acks) <= maxKeptAcks {
+		*scratch = acks[:0]
+	} else {
+		*scratch = nil // a burst's worth is not kept for the session's life
+	}
 	s.monitor.BatchAcknowledged(queue, len(acks), err)
 	if err != nil {
 		s.logger.Warn(fmt.Sprintf("Unable to acknowledge [%d] delivery(ies) from stream [%s] [%v]; the broker will redeliver them.", len(acks), queue, err),
@@ -505,16 +509,21 @@ func (s *session) acknowledge(handled []*messaging.Delivery, scratch *[]messagin
 	return true
 }
 
-// deliveries holds the Delivery values read fills: a delivery goes back once
+// maxKeptAcks bounds the acknowledgement slice a worker keeps between
+// acknowledgements: beyond it (a FullThrottle burst), the slice is left to
+// the collector instead of holding its size for the session's life.
+const maxKeptAcks = 1024
+
+// deliveryPool holds the Delivery values read fills: a delivery goes back once
 // acknowledged, when the runtime holds it nowhere else (handlers get copies),
 // so a busy consumer reuses a few hundred instead of allocating one per
 // message. Each comes out zeroed, as a Stream's Read may fill only some fields.
-var deliveries = sync.Pool{New: func() any { return new(messaging.Delivery) }}
+var deliveryPool = sync.Pool{New: func() any { return new(messaging.Delivery) }}
 
 // release zeroes delivery, so the pool keeps no payload alive, and returns it.
 func release(delivery *messaging.Delivery) {
 	*delivery = messaging.Delivery{}
-	deliveries.Put(delivery)
+	deliveryPool.Put(delivery)
 }
 
 // settledOf is what of a batch that ended early its settlement had already
