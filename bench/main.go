@@ -46,8 +46,9 @@ type settings struct {
 type measurement struct {
 	msgs    int
 	elapsed time.Duration
-	// mallocs is the process's heap allocations during the timed part.
-	mallocs uint64
+	// mallocs and allocated are the process's heap allocations during the
+	// timed part, and their bytes.
+	mallocs, allocated uint64
 	// cpu is the process's CPU time (user and system) during the timed part:
 	// what a side costs the machine, which the host's noise moves far less
 	// than its rate.
@@ -65,6 +66,7 @@ func (m *measurement) add(other measurement) {
 	m.msgs += other.msgs
 	m.elapsed += other.elapsed
 	m.mallocs += other.mallocs
+	m.allocated += other.allocated
 	m.cpu += other.cpu
 	m.latencies = append(m.latencies, other.latencies...)
 	m.lag = max(m.lag, other.lag)
@@ -85,6 +87,14 @@ func (m measurement) allocsPerMessage() float64 {
 	return float64(m.mallocs) / float64(m.msgs)
 }
 
+// bytesPerMessage is the heap bytes allocated per message.
+func (m measurement) bytesPerMessage() float64 {
+	if m.msgs == 0 {
+		return 0
+	}
+	return float64(m.allocated) / float64(m.msgs)
+}
+
 // cpuPerMessage is the process's CPU time per message, in microseconds.
 func (m measurement) cpuPerMessage() float64 {
 	if m.msgs == 0 {
@@ -96,22 +106,22 @@ func (m measurement) cpuPerMessage() float64 {
 // stopwatch times the measured part of a run and counts the heap allocations
 // and the CPU time the whole process used meanwhile.
 type stopwatch struct {
-	start   time.Time
-	mallocs uint64
-	cpu     time.Duration
+	start              time.Time
+	mallocs, allocated uint64
+	cpu                time.Duration
 }
 
 func startWatch() stopwatch {
 	var stats runtime.MemStats
 	runtime.ReadMemStats(&stats)
-	return stopwatch{start: time.Now(), mallocs: stats.Mallocs, cpu: processCPU()}
+	return stopwatch{start: time.Now(), mallocs: stats.Mallocs, allocated: stats.TotalAlloc, cpu: processCPU()}
 }
 
 func (w stopwatch) stop(msgs int) measurement {
 	elapsed := time.Since(w.start)
 	var stats runtime.MemStats
 	runtime.ReadMemStats(&stats)
-	return measurement{msgs: msgs, elapsed: elapsed, mallocs: stats.Mallocs - w.mallocs, cpu: processCPU() - w.cpu}
+	return measurement{msgs: msgs, elapsed: elapsed, mallocs: stats.Mallocs - w.mallocs, allocated: stats.TotalAlloc - w.allocated, cpu: processCPU() - w.cpu}
 }
 
 // processCPU is the user and system CPU time this process has used so far
@@ -320,7 +330,7 @@ func runScenario(ctx context.Context, s settings, sc scenario) error {
 	if sc.allocs {
 		parts := make([]string, len(sc.sides))
 		for i, sd := range sc.sides {
-			parts[i] = fmt.Sprintf("%s %.1f", sd.name, totals[i].allocsPerMessage())
+			parts[i] = fmt.Sprintf("%s %.1f (%.0f B)", sd.name, totals[i].allocsPerMessage(), totals[i].bytesPerMessage())
 		}
 		fmt.Printf("# %s allocs/msg: %s\n", sc.name, strings.Join(parts, ", "))
 		fmt.Printf("# %s cpu µs/msg (this process, not the broker's): %s\n", sc.name, cpuLine(sc.sides, totals))
