@@ -46,8 +46,7 @@ func (OptionSet) MaxMessageSize(value int) Option {
 }
 
 func newConfig(opts []Option) config {
-	var c config
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.logger, slog.Default())
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	options.Positive(&c.maxMessageSize, wire.DefaultMaxPayload)

@@ -147,8 +147,7 @@ func (OptionSet) ShareConnections(value bool) Option {
 }
 
 func newConfig(opts []Option) config {
-	var c config
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	if len(c.addresses) == 0 || (len(c.addresses) == 1 && c.addresses[0] == "") {
 		c.addresses = []string{DefaultAddress}
 	}

@@ -38,8 +38,7 @@ type namedCheck struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.topic, "amq.direct")
 	options.Default(&c.routingKey, "warrenmq-status-probe")
 	options.Positive(&c.failureTolerance, 30*time.Second)

@@ -26,8 +26,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.logger, slog.Default())
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	options.Default[context.Context](&c.ctx, context.Background())

@@ -39,8 +39,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	if c.policy.IsZero() || c.policy.MaxAttempts() <= 0 {
 		c.policy, c.policyStated = retrypolicy.Default(), false
 	}

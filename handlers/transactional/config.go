@@ -23,8 +23,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.name, "transactional")
 	options.Default(&c.logger, slog.Default())
 	options.Default[Monitor](&c.monitor, NopMonitor{})

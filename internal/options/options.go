@@ -15,6 +15,15 @@ func Apply[C any, O ~func(*C)](c *C, options []O) {
 	}
 }
 
+// New returns a config built from its zero value by the options, in order,
+// as Apply does: how a newConfig starts when its defaults are stated after the
+// options (with Default and Positive) rather than before them.
+func New[C any, O ~func(*C)](options []O) C {
+	var c C
+	Apply(&c, options)
+	return c
+}
+
 // Default sets *field to def when it holds its type's zero value: a nil
 // interface, pointer, map or channel, an empty string, a zero struct. It is
 // how a newConfig states an option's default where leaving the option out and

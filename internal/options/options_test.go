@@ -75,3 +75,13 @@ func TestPositiveReplacesZeroAndNegative(t *testing.T) {
 		t.Fatalf("a zero count after Positive: %d, want 8", count)
 	}
 }
+
+func TestNewBuildsFromTheZeroValue(t *testing.T) {
+	c := New([]option{func(c *config) { c.a = 2 }, nil, func(c *config) { c.b = c.a * 3 }})
+	if c != (config{a: 2, b: 6}) {
+		t.Fatalf("built %+v, want {a:2 b:6}", c)
+	}
+	if none := New[config, option](nil); none != (config{}) {
+		t.Fatalf("no options built %+v, want the zero value", none)
+	}
+}

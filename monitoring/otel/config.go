@@ -25,8 +25,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default[trace.TracerProvider](&c.provider, otel.GetTracerProvider())
 	options.Default[propagation.TextMapPropagator](&c.propagator, propagation.TraceContext{})
 	return c

@@ -36,8 +36,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	if c.pipeline == "" && c.route.Name != "" {
 		c.pipeline = c.route.Name
 	}
@@ -119,8 +118,7 @@ type stepConfig struct {
 }
 
 func newStepConfig(opts []StepOption) stepConfig {
-	c := stepConfig{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	c.consumers = max(c.consumers, 1)
 	if c.policy.IsZero() {
 		c.policy = retrypolicy.Default()

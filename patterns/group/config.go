@@ -32,8 +32,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.logger, slog.Default())
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	options.Positive(&c.startTimeout, DefaultStartTimeout)

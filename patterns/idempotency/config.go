@@ -31,8 +31,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Positive(&c.inProgressDelay, DefaultInProgressDelay)
 	options.Positive(&c.storeTimeout, DefaultStoreTimeout)
 	if c.key == nil {

@@ -28,8 +28,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	options.Default(&c.logger, slog.Default())
 	return c

@@ -21,8 +21,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	if c.each == nil {
 		c.each = func(messaging.Delivery, Verdict) {}

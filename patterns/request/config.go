@@ -59,8 +59,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Positive(&c.timeout, DefaultTimeout)
 	options.Default[Serializer](&c.serializer, serialization.JSON{})
 	options.Default[Deserializer](&c.deserializer, serialization.JSON{})

@@ -23,8 +23,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default(&c.table, DefaultTable)
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c

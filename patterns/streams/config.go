@@ -51,8 +51,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Positive(&c.prefetch, DefaultPrefetch)
 	c.prefetch = min(c.prefetch, math.MaxUint16)
 	c.batch = min(max(c.batch, 1), math.MaxUint16)

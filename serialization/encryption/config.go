@@ -17,8 +17,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{}
-	options.Apply(&c, opts)
+	c := options.New(opts)
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	return c
 }
