@@ -3,13 +3,11 @@ package streaming_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -19,19 +17,8 @@ import (
 // be acknowledged with its copy confirmed, so it is set aside once; the
 // others come back and are handled.
 func TestABatchEndedByAnOutageStillAcknowledgesWhatItSetAside(t *testing.T) {
-	broker := memory.New()
-	defer broker.Close()
 	const queue = "partly"
-	if err := broker.DeclareQueue(queue, memory.QueueOptions{Durable: true}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		if err := broker.Publish(context.Background(), messaging.Dispatch{
-			MessageID: fmt.Sprint("m", i), MessageType: "t", RoutingKey: queue, Payload: []byte("{}"),
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	broker := memoryQueue(t, queue, "m", 5)
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var first []string // the ids of the batch that fails, the rejected one first
@@ -71,9 +58,7 @@ func TestABatchEndedByAnOutageStillAcknowledgesWhatItSetAside(t *testing.T) {
 			streaming.SubscriptionOptions.BufferCapacity(5),
 			streaming.SubscriptionOptions.ReconnectDelay(10*time.Millisecond),
 		)))
-	done := make(chan struct{})
-	go func() { consumer.Listen(); close(done) }()
-	defer func() { _ = consumer.Close(); <-done }()
+	listen(t, consumer)
 
 	select {
 	case <-handled:

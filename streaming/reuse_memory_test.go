@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/memory"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -23,17 +22,7 @@ import (
 // is not its message's. Every message must reach a handler intact.
 func TestReusedDeliveriesKeepEveryMessageThroughOutagesAndRejections(t *testing.T) {
 	const queue, total = "reuse", 3000
-	broker := memory.New()
-	defer broker.Close()
-	if err := broker.DeclareQueue(queue, memory.QueueOptions{Durable: true}); err != nil {
-		t.Fatal(err)
-	}
-	for i := range total {
-		id := fmt.Sprint(i)
-		if err := broker.Publish(context.Background(), messaging.Dispatch{MessageID: id, MessageType: "t", RoutingKey: queue, Payload: []byte(id)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	broker := memoryQueue(t, queue, "", total)
 	var mu sync.Mutex
 	seen := map[string]int{}
 	var mismatched []string
@@ -76,9 +65,7 @@ func TestReusedDeliveriesKeepEveryMessageThroughOutagesAndRejections(t *testing.
 		streaming.SubscriptionOptions.BufferCapacity(64),
 		streaming.SubscriptionOptions.ReconnectDelay(time.Millisecond))),
 		streaming.Options.Logger(slog.New(slog.DiscardHandler)))
-	listened := make(chan struct{})
-	go func() { consumer.Listen(); close(listened) }()
-	defer func() { _ = consumer.Close(); <-listened }()
+	listen(t, consumer)
 
 	select {
 	case <-done:
