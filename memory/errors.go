@@ -6,18 +6,12 @@ import (
 	"github.com/warrenmq/messaging"
 )
 
-// AMQP reply codes the in-memory broker reports, with the names RabbitMQ uses.
-// Refusals are *messaging.BrokerError values carrying one of these codes; test
-// them with errors.Is against messaging.ErrNotFound, ErrPreconditionFailed,
-// ErrAccessRefused, ErrResourceLocked or ErrUnroutable.
-const (
-	CodeNoRoute            = messaging.ReplyNoRoute
-	CodeAccessRefused      = messaging.ReplyAccessRefused
-	CodeNotFound           = messaging.ReplyNotFound
-	CodeResourceLocked     = messaging.ReplyResourceLocked
-	CodePreconditionFailed = messaging.ReplyPreconditionFailed
-	codeCommandInvalid     = 503
-)
+// codeCommandInvalid is AMQP's COMMAND_INVALID, which the in-memory broker
+// reports for a call the protocol does not allow. Its other refusals carry the
+// root's reply codes (messaging.ReplyNotFound, ...); test them with errors.Is
+// against messaging.ErrNotFound, ErrPreconditionFailed, ErrAccessRefused,
+// ErrResourceLocked or ErrUnroutable.
+const codeCommandInvalid = 503
 
 // refusal is a broker refusal worded like RabbitMQ's reply text:
 // "NOT_FOUND - no queue 'orders' in vhost '/'".
@@ -26,19 +20,19 @@ func refusal(code int, name, format string, args ...any) error {
 }
 
 func notFound(format string, args ...any) error {
-	return refusal(CodeNotFound, "NOT_FOUND", format, args...)
+	return refusal(messaging.ReplyNotFound, "NOT_FOUND", format, args...)
 }
 
 func preconditionFailed(format string, args ...any) error {
-	return refusal(CodePreconditionFailed, "PRECONDITION_FAILED", format, args...)
+	return refusal(messaging.ReplyPreconditionFailed, "PRECONDITION_FAILED", format, args...)
 }
 
 func accessRefused(format string, args ...any) error {
-	return refusal(CodeAccessRefused, "ACCESS_REFUSED", format, args...)
+	return refusal(messaging.ReplyAccessRefused, "ACCESS_REFUSED", format, args...)
 }
 
 func resourceLocked(format string, args ...any) error {
-	return refusal(CodeResourceLocked, "RESOURCE_LOCKED", format, args...)
+	return refusal(messaging.ReplyResourceLocked, "RESOURCE_LOCKED", format, args...)
 }
 
 func commandInvalid(format string, args ...any) error {
@@ -47,7 +41,7 @@ func commandInvalid(format string, args ...any) error {
 
 func unroutable(id, exchange, key string) error {
 	return fmt.Errorf("memory: message %s to exchange %q with key %q reached no queue (%d NO_ROUTE); the broker dropped it, so bind a queue to the exchange or publish without Mandatory: %w",
-		id, exchange, key, CodeNoRoute, messaging.ErrUnroutable)
+		id, exchange, key, messaging.ReplyNoRoute, messaging.ErrUnroutable)
 }
 
 func closedError(what string) error {

@@ -9,13 +9,6 @@ import (
 	"github.com/warrenmq/messaging/internal/wire"
 )
 
-// Names of the settlement topology a stream declares with DeadLetters.
-const (
-	DeadLetterExchange = wire.DeadLetterExchange
-	DeadLetterSuffix   = wire.DeadLetterSuffix
-	ParkedSuffix       = wire.ParkedSuffix
-)
-
 // reader opens streams on its connection. Its state is guarded by the broker's lock.
 type reader struct {
 	conn    *connection
@@ -131,19 +124,19 @@ func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error
 		}
 	}
 	if config.DeadLetters {
-		exchangeDeclared, err := tolerate(fmt.Sprintf("declare exchange %q", DeadLetterExchange), ", and nothing is bound to it",
-			b.declareExchangeLocked(DeadLetterExchange, KindDirect, true))
+		exchangeDeclared, err := tolerate(fmt.Sprintf("declare exchange %q", wire.DeadLetterExchange), ", and nothing is bound to it",
+			b.declareExchangeLocked(wire.DeadLetterExchange, KindDirect, true))
 		if err != nil {
 			return warnings, err
 		}
-		for _, target := range []string{name + DeadLetterSuffix, name + ParkedSuffix} {
+		for _, target := range []string{wire.DeadLetterQueue(name), wire.ParkedQueue(name)} {
 			if _, err := tolerate(fmt.Sprintf("declare queue %q", target), "", b.declareQueueLocked(target, QueueOptions{Durable: true}, r.conn)); err != nil {
 				return warnings, err
 			}
 			if !exchangeDeclared {
 				continue
 			}
-			if err := b.bindLocked(target, DeadLetterExchange, target, r.conn); err != nil {
+			if err := b.bindLocked(target, wire.DeadLetterExchange, target, r.conn); err != nil {
 				return warnings, err
 			}
 		}

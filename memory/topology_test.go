@@ -61,7 +61,7 @@ func (f *TopologyFixture) TestDefaultExchangeRoutesToTheQueueNamedByTheKey() {
 	f.queue("orders")
 	f.So(f.broker.Publish(f.ctx, ctxDispatch("", "orders")), should.BeNil)
 	f.So(f.broker.MessageCount("orders"), should.Equal, 1)
-	f.So(f.code(f.broker.Bind("orders", "", "orders")), should.Equal, CodeAccessRefused)
+	f.So(f.code(f.broker.Bind("orders", "", "orders")), should.Equal, messaging.ReplyAccessRefused)
 }
 
 func (f *TopologyFixture) TestRedeclaringAnExchangeDifferentlyFails() {
@@ -70,17 +70,17 @@ func (f *TopologyFixture) TestRedeclaringAnExchangeDifferentlyFails() {
 
 	err := f.broker.DeclareExchange("events", KindTopic, true)
 	f.So(err, should.Wrap, messaging.ErrPreconditionFailed)
-	f.So(f.code(err), should.Equal, CodePreconditionFailed)
+	f.So(f.code(err), should.Equal, messaging.ReplyPreconditionFailed)
 	f.So(f.broker.DeclareExchange("events", KindFanout, false), should.Wrap, messaging.ErrPreconditionFailed)
 }
 
 func (f *TopologyFixture) TestUnknownKindAndReservedNamesAreRefused() {
 	f.So(f.broker.DeclareExchange("h", "x-consistent-hash", true), should.NotBeNil)
-	f.So(f.code(f.broker.DeclareExchange("amq.mine", KindDirect, true)), should.Equal, CodeAccessRefused)
+	f.So(f.code(f.broker.DeclareExchange("amq.mine", KindDirect, true)), should.Equal, messaging.ReplyAccessRefused)
 	f.So(f.broker.DeclareExchange("amq.topic", KindTopic, true), should.BeNil)
-	f.So(f.code(f.broker.DeclareQueue("amq.q", QueueOptions{})), should.Equal, CodeAccessRefused)
-	f.So(f.code(f.broker.DeclareExchange("", KindDirect, true)), should.Equal, CodeAccessRefused)
-	f.So(f.code(f.broker.DeleteExchange("amq.direct")), should.Equal, CodeAccessRefused)
+	f.So(f.code(f.broker.DeclareQueue("amq.q", QueueOptions{})), should.Equal, messaging.ReplyAccessRefused)
+	f.So(f.code(f.broker.DeclareExchange("", KindDirect, true)), should.Equal, messaging.ReplyAccessRefused)
+	f.So(f.code(f.broker.DeleteExchange("amq.direct")), should.Equal, messaging.ReplyAccessRefused)
 }
 
 func (f *TopologyFixture) TestRedeclaringAQueueDifferentlyFails() {
@@ -98,7 +98,7 @@ func (f *TopologyFixture) TestRedeclaringAQueueDifferentlyFails() {
 	} {
 		err := f.broker.DeclareQueue("q", different)
 		f.So(err, should.Wrap, messaging.ErrPreconditionFailed)
-		f.So(f.code(err), should.Equal, CodePreconditionFailed)
+		f.So(f.code(err), should.Equal, messaging.ReplyPreconditionFailed)
 	}
 }
 
@@ -119,8 +119,8 @@ func (f *TopologyFixture) TestAQuorumQueueMustBeDurableSharedAndKept() {
 func (f *TopologyFixture) TestBindingWhatWasNeverDeclaredFailsNotFound() {
 	f.queue("q")
 	f.So(f.broker.DeclareExchange("x", KindDirect, true), should.BeNil)
-	f.So(f.code(f.broker.Bind("q", "missing", "k")), should.Equal, CodeNotFound)
-	f.So(f.code(f.broker.Bind("missing", "x", "k")), should.Equal, CodeNotFound)
+	f.So(f.code(f.broker.Bind("q", "missing", "k")), should.Equal, messaging.ReplyNotFound)
+	f.So(f.code(f.broker.Bind("missing", "x", "k")), should.Equal, messaging.ReplyNotFound)
 	f.So(f.broker.Bind("q", "x", "k"), should.BeNil)
 }
 
@@ -140,7 +140,7 @@ func (f *TopologyFixture) TestNonMandatoryUnroutablePublishIsDroppedSilently() {
 
 func (f *TopologyFixture) TestPublishingToAnUndeclaredExchangeFailsNotFound() {
 	err := f.broker.Publish(f.ctx, ctxDispatch("missing", "k"))
-	f.So(f.code(err), should.Equal, CodeNotFound)
+	f.So(f.code(err), should.Equal, messaging.ReplyNotFound)
 	f.So(err, should.Wrap, messaging.ErrNotFound)
 }
 
@@ -157,7 +157,7 @@ func (f *TopologyFixture) TestDeletingAQueueRemovesItsBindingsAndMessages() {
 	f.So(f.broker.Publish(f.ctx, messaging.Dispatch{Topic: "events", Mandatory: true}), should.Wrap, messaging.ErrUnroutable)
 
 	f.So(f.broker.DeleteExchange("events"), should.BeNil)
-	f.So(f.code(f.broker.Bind("q", "events", "")), should.Equal, CodeNotFound)
+	f.So(f.code(f.broker.Bind("q", "events", "")), should.Equal, messaging.ReplyNotFound)
 }
 
 func (f *TopologyFixture) TestPullTakesFromTheFrontAndCountsOnlyReadyMessages() {

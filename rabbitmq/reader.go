@@ -9,15 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
-	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
-)
-
-// Names of the settlement topology (the AceMQ wire contract).
-const (
-	deadLetterExchange = wire.DeadLetterExchange
-	deadLetterSuffix   = wire.DeadLetterSuffix
-	parkedSuffix       = wire.ParkedSuffix
 )
 
 // reader opens streams. It holds one channel from the start, which its first

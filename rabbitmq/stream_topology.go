@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/wire"
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
@@ -129,13 +130,13 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 	if !config.DeadLetters {
 		return nil
 	}
-	exchangeDeclared, err := t.tolerate(fmt.Sprintf("declare exchange %q", deadLetterExchange), ", and nothing is bound to it", func(ch adapter.Channel) error {
-		return ch.ExchangeDeclare(deadLetterExchange, amqp.ExchangeDirect, true, false, false, false, nil)
+	exchangeDeclared, err := t.tolerate(fmt.Sprintf("declare exchange %q", wire.DeadLetterExchange), ", and nothing is bound to it", func(ch adapter.Channel) error {
+		return ch.ExchangeDeclare(wire.DeadLetterExchange, amqp.ExchangeDirect, true, false, false, false, nil)
 	})
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{queue + deadLetterSuffix, queue + parkedSuffix} {
+	for _, name := range []string{wire.DeadLetterQueue(queue), wire.ParkedQueue(queue)} {
 		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", name), "", func(ch adapter.Channel) error {
 			_, err := ch.QueueDeclare(name, true, false, false, false, nil)
 			return err
@@ -145,8 +146,8 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 		if !exchangeDeclared {
 			continue
 		}
-		if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", name, deadLetterExchange), false, func(ch adapter.Channel) error {
-			return ch.QueueBind(name, name, deadLetterExchange, false, nil)
+		if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", name, wire.DeadLetterExchange), false, func(ch adapter.Channel) error {
+			return ch.QueueBind(name, name, wire.DeadLetterExchange, false, nil)
 		}); err != nil {
 			return err
 		}
