@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/warrenmq/messaging"
@@ -50,24 +51,7 @@ func (l *Link) Connection(ctx context.Context) (messaging.Connection, error) {
 // what is missing. A writer that cannot be opened leaves the connection kept
 // (the caller decides, with Discard, whether it is broken).
 func (l *Link) Writer(ctx context.Context) (messaging.CommitWriter, messaging.Connection, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.writer != nil {
-		return l.writer, l.connection, nil
-	}
-	connection, err := l.connect(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	writer, err := connection.CommitWriter(ctx)
-	if err != nil {
-		return nil, connection, fmt.Errorf("%s: open a commit writer: %w", l.name, err)
-	}
-	if writer == nil {
-		return nil, connection, fmt.Errorf("%s: the connection returned a nil commit writer", l.name)
-	}
-	l.writer = writer
-	return writer, connection, nil
+	return keep(ctx, l, &l.writer, "commit writer", messaging.Connection.CommitWriter)
 }
 
 // Shared returns the kept plain Writer and the connection it is on, opening
@@ -76,38 +60,56 @@ func (l *Link) Writer(ctx context.Context) (messaging.CommitWriter, messaging.Co
 // so many callers of one message each do not wait for each other's round
 // trips. A writer that cannot be opened leaves the connection to the caller.
 func (l *Link) Shared(ctx context.Context) (messaging.Writer, messaging.Connection, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.shared != nil {
-		return l.shared, l.connection, nil
-	}
-	connection, err := l.connect(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	writer, err := connection.Writer(ctx)
-	if err != nil {
-		return nil, connection, fmt.Errorf("%s: open a writer: %w", l.name, err)
-	}
-	if writer == nil {
-		return nil, connection, fmt.Errorf("%s: the connection returned a nil writer", l.name)
-	}
-	l.shared = writer
-	return writer, connection, nil
+	return keep(ctx, l, &l.shared, "writer", messaging.Connection.Writer)
 }
 
 // DropShared closes writer, if it is still the kept shared one, and keeps the
 // connection (see DropWriter).
-func (l *Link) DropShared(writer messaging.Writer) {
-	if writer == nil {
+func (l *Link) DropShared(writer messaging.Writer) { drop(l, &l.shared, writer) }
+
+// closer is what a Link keeps on its connection: a Writer or a CommitWriter.
+type closer interface {
+	comparable
+	Close() error
+}
+
+// keep returns *kept and the connection, or opens a writer with open on the
+// kept connection (dialling it first if need be) and keeps it in *kept.
+func keep[W closer](ctx context.Context, l *Link, kept *W, what string, open func(messaging.Connection, context.Context) (W, error)) (W, messaging.Connection, error) {
+	var none W
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if *kept != none {
+		return *kept, l.connection, nil
+	}
+	connection, err := l.connect(ctx)
+	if err != nil {
+		return none, nil, err
+	}
+	writer, err := open(connection, ctx)
+	if err != nil {
+		return none, connection, fmt.Errorf("%s: open a %s: %w", l.name, what, err)
+	}
+	if writer == none {
+		return none, connection, fmt.Errorf("%s: the connection returned a nil %s", l.name, what)
+	}
+	*kept = writer
+	return writer, connection, nil
+}
+
+// drop closes writer and forgets it if it is still *kept; a writer a later
+// call has already replaced is left alone.
+func drop[W closer](l *Link, kept *W, writer W) {
+	var none W
+	if writer == none {
 		return
 	}
 	l.mu.Lock()
-	if l.shared != writer {
+	if *kept != writer {
 		l.mu.Unlock()
 		return
 	}
-	l.shared = nil
+	*kept = none
 	l.mu.Unlock()
 	_ = writer.Close()
 }
@@ -143,10 +145,9 @@ func (l *Link) Discard(connection messaging.Connection) {
 		l.mu.Unlock()
 		return
 	}
-	writer, shared := l.writer, l.shared
-	l.connection, l.writer, l.shared = nil, nil, nil
+	writer, shared, _ := l.take()
 	l.mu.Unlock()
-	closeAll(writer, shared, connection)
+	_ = l.closeKept(writer, shared, connection) // the link is being discarded as broken: its errors add nothing
 }
 
 // DropWriter closes writer, if it is still the kept one, and keeps the
@@ -154,27 +155,14 @@ func (l *Link) Discard(connection messaging.Connection) {
 // broker keeps answering badly while the connection is sound (RabbitMQ 3.10
 // nacks every publish of a channel that was publishing to a quorum queue
 // whose leader died, while a new channel on the same node is acked).
-func (l *Link) DropWriter(writer messaging.CommitWriter) {
-	if writer == nil {
-		return
-	}
-	l.mu.Lock()
-	if l.writer != writer {
-		l.mu.Unlock()
-		return
-	}
-	l.writer = nil
-	l.mu.Unlock()
-	_ = writer.Close()
-}
+func (l *Link) DropWriter(writer messaging.CommitWriter) { drop(l, &l.writer, writer) }
 
 // Reset closes whatever is kept; the next call dials again.
 func (l *Link) Reset() {
 	l.mu.Lock()
-	writer, shared, connection := l.writer, l.shared, l.connection
-	l.connection, l.writer, l.shared = nil, nil, nil
+	writer, shared, connection := l.take()
 	l.mu.Unlock()
-	closeAll(writer, shared, connection)
+	_ = l.closeKept(writer, shared, connection) // the link is being discarded as broken: its errors add nothing
 }
 
 // Sever forgets whatever is kept and closes it in the background, which
@@ -183,11 +171,10 @@ func (l *Link) Reset() {
 // bounded by the transport's own close timeout.
 func (l *Link) Sever() {
 	l.mu.Lock()
-	writer, shared, connection := l.writer, l.shared, l.connection
-	l.connection, l.writer, l.shared = nil, nil, nil
+	writer, shared, connection := l.take()
 	l.mu.Unlock()
 	if writer != nil || shared != nil || connection != nil {
-		go closeAll(writer, shared, connection)
+		go func() { _ = l.closeKept(writer, shared, connection) }()
 	}
 }
 
@@ -196,36 +183,34 @@ func (l *Link) Sever() {
 // connection under them makes them return.
 func (l *Link) Close() error {
 	l.mu.Lock()
-	writer, shared, connection := l.writer, l.shared, l.connection
-	l.connection, l.writer, l.shared, l.closed = nil, nil, nil, true
+	writer, shared, connection := l.take()
+	l.closed = true
 	l.mu.Unlock()
-	var err error
-	if shared != nil {
-		if closeErr := shared.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
-			err = fmt.Errorf("%s: close the writer: %w", l.name, closeErr)
-		}
-	}
-	if writer != nil {
-		if closeErr := writer.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
-			err = errors.Join(err, fmt.Errorf("%s: close the commit writer: %w", l.name, closeErr))
-		}
-	}
-	if connection != nil {
-		if closeErr := connection.Close(); closeErr != nil && !errors.Is(closeErr, messaging.ErrClosed) {
-			err = errors.Join(err, fmt.Errorf("%s: close the connection: %w", l.name, closeErr))
-		}
-	}
-	return err
+	return l.closeKept(writer, shared, connection)
 }
 
-func closeAll(writer messaging.CommitWriter, shared messaging.Writer, connection messaging.Connection) {
-	if writer != nil {
-		_ = writer.Close() // the connection is being discarded as broken: its error adds nothing
+// take forgets whatever is kept and returns it, for the caller to close once
+// the lock is released. The caller holds l.mu.
+func (l *Link) take() (messaging.CommitWriter, messaging.Writer, messaging.Connection) {
+	writer, shared, connection := l.writer, l.shared, l.connection
+	l.connection, l.writer, l.shared = nil, nil, nil
+	return writer, shared, connection
+}
+
+// closeKept closes what take returned, the writers before their connection,
+// and returns what failed (an ErrClosed is not a failure).
+func (l *Link) closeKept(writer messaging.CommitWriter, shared messaging.Writer, connection messaging.Connection) error {
+	var errs []error
+	for _, part := range [...]struct {
+		what   string
+		closer io.Closer
+	}{{"writer", shared}, {"commit writer", writer}, {"connection", connection}} {
+		if part.closer == nil {
+			continue
+		}
+		if err := part.closer.Close(); err != nil && !errors.Is(err, messaging.ErrClosed) {
+			errs = append(errs, fmt.Errorf("%s: close the %s: %w", l.name, part.what, err))
+		}
 	}
-	if shared != nil {
-		_ = shared.Close()
-	}
-	if connection != nil {
-		_ = connection.Close()
-	}
+	return errors.Join(errs...)
 }
