@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"log/slog"
 
+	"github.com/warrenmq/messaging/handlers/transactional"
 	"github.com/warrenmq/messaging/internal/options"
 )
 
@@ -17,16 +18,14 @@ type OptionSet struct{}
 // Option configures New or Middleware.
 type Option func(*config)
 
+// config is the isolation sqltx applies itself and the options it hands to
+// handlers/transactional, which runs its batches.
 type config struct {
 	isolation sql.IsolationLevel
-	logger    *slog.Logger
-	monitor   Monitor
+	core      []transactional.Option
 }
 
-func newConfig(opts []Option) config {
-	c := options.New(opts)
-	return c
-}
+func newConfig(opts []Option) config { return options.New(opts) }
 
 // IsolationLevel sets the isolation of each batch's transaction. Default:
 // sql.LevelDefault, the database's own default.
@@ -35,8 +34,17 @@ func (OptionSet) IsolationLevel(level sql.IsolationLevel) Option {
 }
 
 // Logger receives the rollback failures. Default: slog.Default().
-func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
+func (OptionSet) Logger(logger *slog.Logger) Option {
+	return forward(transactional.Options.Logger(logger))
+}
 
 // Monitor receives one callback per step of each batch's transaction.
 // Default: NopMonitor.
-func (OptionSet) Monitor(monitor Monitor) Option { return func(c *config) { c.monitor = monitor } }
+func (OptionSet) Monitor(monitor Monitor) Option {
+	return forward(transactional.Options.Monitor(monitor))
+}
+
+// forward hands option to the transactional core.
+func forward(option transactional.Option) Option {
+	return func(c *config) { c.core = append(c.core, option) }
+}

@@ -33,8 +33,7 @@ import (
 // errors.Is and errors.As still see the cause.
 func New(db *sql.DB, factory func(*sql.Tx) messaging.Handler, options ...Option) messaging.Handler {
 	c := newConfig(options)
-	core := []transactional.Option{transactional.Options.Name("sqltx"),
-		transactional.Options.Logger(c.logger), transactional.Options.Monitor(c.monitor)}
+	core := append([]transactional.Option{transactional.Options.Name("sqltx")}, c.core...)
 	return transactional.New(txConnector{db: db, isolation: c.isolation}, func(state transactional.State) messaging.Handler {
 		return factory(state.Tx)
 	}, core...)
