@@ -67,20 +67,52 @@ func New(connector messaging.Connector, options ...Option) *Consumer {
 }
 
 // Listen runs every subscription and blocks until Close is called (or the
-// parent context ends) and every subscription has concluded.
+// parent context ends) and every subscription has concluded. A second call, or
+// one after Close, waits for the first to end and runs nothing.
 func (c *Consumer) Listen() {
-	c.mu.Lock()
-	if c.closed && !c.listening {
-		c.mu.Unlock()
-		return
-	}
-	if c.listening {
-		c.mu.Unlock()
+	if c.begin() != nil {
 		<-c.done
 		return
 	}
+	c.run()
+}
+
+// Start runs Listen in a goroutine the consumer owns (Close waits for it) and
+// then waits as Started does: it returns the first error of the
+// subscriptions' first attempts to open their streams, or nil once every
+// stream opened. A component built on the consumer calls it in its
+// constructor, and closes the consumer when it fails. Done tells when the
+// consumer has stopped. A consumer runs once: Start after Listen or Start
+// fails, and after Close fails with an error matching messaging.ErrClosed.
+func (c *Consumer) Start(ctx context.Context) error {
+	if err := c.begin(); err != nil {
+		return err
+	}
+	go c.run()
+	return c.Started(ctx)
+}
+
+// Done is closed once the consumer has stopped: Listen has returned, or Close
+// came before any Listen.
+func (c *Consumer) Done() <-chan struct{} { return c.done }
+
+// begin claims the one run of the consumer; it fails when the run was
+// already claimed or the consumer is closed.
+func (c *Consumer) begin() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return fmt.Errorf("streaming: start a consumer: %w", messaging.ErrClosed)
+	case c.listening:
+		return errors.New("streaming: the consumer is already running; it runs once, by Start or by Listen")
+	}
 	c.listening = true
-	c.mu.Unlock()
+	return nil
+}
+
+// run is the one run begin claimed.
+func (c *Consumer) run() {
 	defer close(c.done)
 
 	var wg sync.WaitGroup
@@ -170,8 +202,12 @@ func (s *startup) report(err error) {
 func (c *Consumer) Close() error {
 	c.cancel()
 	c.mu.Lock()
+	first := !c.closed
 	c.closed = true
 	listening := c.listening
+	if !listening && first {
+		close(c.done) // no run will close it
+	}
 	c.mu.Unlock()
 	if !listening {
 		return c.writer.Close() // nothing was dialled: this only refuses later use

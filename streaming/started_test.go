@@ -60,6 +60,39 @@ func (f *ConsumerFixture) TestStartedEndsWithItsContext() {
 	})
 }
 
+func (f *ConsumerFixture) TestStartRunsTheConsumerUntilClose() {
+	f.inBubble(func() {
+		f.consumer = nil
+		consumer := New(f.connector, Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler))))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		f.So(consumer.Start(ctx), should.BeNil)
+		f.So(isClosed(consumer.Done()), should.BeFalse)
+		again := consumer.Start(ctx)
+		f.So(again, should.NotBeNil)
+		f.So(errors.Is(again, messaging.ErrClosed), should.BeFalse)
+		f.So(again.Error(), should.ContainSubstring, "already running")
+
+		f.So(consumer.Close(), should.BeNil)
+		f.So(isClosed(consumer.Done()), should.BeTrue) // Close waited for the run
+		consumer.Listen()                              // returns at once: the run is over
+		f.So(errors.Is(consumer.Start(ctx), messaging.ErrClosed), should.BeTrue)
+	})
+}
+
+func (f *ConsumerFixture) TestAConsumerClosedBeforeItRanIsDone() {
+	f.inBubble(func() {
+		f.consumer = nil
+		consumer := New(f.connector, Options.Subscriptions(NewSubscription("q", SubscriptionOptions.AddWorkers(f.handler))))
+		f.So(consumer.Close(), should.BeNil)
+		f.So(consumer.Close(), should.BeNil)
+		f.So(isClosed(consumer.Done()), should.BeTrue)
+		consumer.Listen() // returns at once
+		f.So(errors.Is(consumer.Start(context.Background()), messaging.ErrClosed), should.BeTrue)
+		f.So(f.connector.connectionCount(), should.Equal, 0)
+	})
+}
+
 // TestBrokerStartedReturnsNotFoundForAMissingQueue: with topology off, a
 // consumer of a queue that does not exist reports the broker's refusal from
 // Started, within the broker timeout, instead of retrying it unseen.

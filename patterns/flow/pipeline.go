@@ -78,7 +78,6 @@ type Pipeline[T any] struct {
 	senders  chan *batch.Writer
 	hops     []*batch.Writer
 	consumer *streaming.Consumer
-	stopped  chan struct{}
 	closing  chan struct{}
 
 	closeOnce sync.Once
@@ -93,7 +92,7 @@ type Pipeline[T any] struct {
 // start only.
 func NewPipeline[T any](ctx context.Context, transport messaging.Connector, name string, parts ...PipelinePart) (*Pipeline[T], error) {
 	var options []Option
-	p := &Pipeline[T]{name: name, stopped: make(chan struct{}), closing: make(chan struct{})}
+	p := &Pipeline[T]{name: name, closing: make(chan struct{})}
 	for _, part := range parts {
 		switch part := part.(type) {
 		case PipelineStep:
@@ -149,11 +148,7 @@ func NewPipeline[T any](ctx context.Context, transport messaging.Connector, name
 	p.consumer = streaming.New(transport,
 		streaming.Options.Subscriptions(subscriptions...),
 		streaming.Options.Logger(p.config.logger))
-	go func() {
-		defer close(p.stopped)
-		p.consumer.Listen()
-	}()
-	if err := p.consumer.Started(ctx); err != nil {
+	if err := p.consumer.Start(ctx); err != nil {
 		_ = p.Close()
 		return nil, fmt.Errorf("acemq: pipeline %q could not start its steps: %w", name, err)
 	}
@@ -312,7 +307,6 @@ func (p *Pipeline[T]) Close() error {
 		var errs []error
 		if p.consumer != nil {
 			errs = append(errs, p.consumer.Close())
-			<-p.stopped
 		}
 		for _, w := range p.hops {
 			errs = append(errs, w.Close())

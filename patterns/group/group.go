@@ -22,13 +22,12 @@ type Group struct {
 	closing sync.Once
 }
 
-// member is one consumer and the goroutine that runs its Listen.
+// member is one consumer of the group.
 type member struct {
-	index     int
-	consumer  *streaming.Consumer
-	listening chan struct{}
-	once      sync.Once
-	err       error // what closing it returned
+	index    int
+	consumer *streaming.Consumer
+	once     sync.Once
+	err      error // what closing it returned
 }
 
 // New starts n consumers of queue, each running handler, and returns once
@@ -76,11 +75,7 @@ func NewEach(ctx context.Context, connector messaging.Connector, queue string, n
 		if c.streaming != nil {
 			consumerOptions = append(consumerOptions, streaming.Options.Monitor(c.streaming))
 		}
-		m := &member{index: i, consumer: streaming.New(connector, consumerOptions...), listening: make(chan struct{})}
-		go func() {
-			defer close(m.listening)
-			m.consumer.Listen()
-		}()
+		m := &member{index: i, consumer: streaming.New(connector, consumerOptions...)}
 		g.members = append(g.members, m)
 	}
 
@@ -89,7 +84,7 @@ func NewEach(ctx context.Context, connector messaging.Connector, queue string, n
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, m := range g.members {
-		wg.Go(func() { errs[i] = m.consumer.Started(startCtx) })
+		wg.Go(func() { errs[i] = m.consumer.Start(startCtx) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -124,7 +119,6 @@ func (g *Group) closeMember(m *member) error {
 		if err := m.consumer.Close(); err != nil {
 			m.err = fmt.Errorf("group: member %d of %d consuming %s: %w", m.index+1, len(g.members), g.queue, err)
 		}
-		<-m.listening
 		g.monitor.MemberClosed(g.queue)
 	})
 	return m.err

@@ -21,11 +21,7 @@ func (r *Requester[Req, Resp]) listen(ctx context.Context) error {
 		streaming.Options.Logger(r.config.logger),
 		streaming.Options.Monitor(events),
 		streaming.Options.Subscriptions(r.subscription()))
-	go func() {
-		defer close(r.listened)
-		r.consumer.Listen()
-	}()
-	return r.consumer.Started(ctx)
+	return r.consumer.Start(ctx)
 }
 
 // subscription reads the reply queue: declared on every connect (generated:

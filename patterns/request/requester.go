@@ -32,8 +32,7 @@ type Requester[Req, Resp any] struct {
 	writer     *batch.Writer
 	consumer   *streaming.Consumer
 
-	listened chan struct{} // closed when the consumer's Listen returned
-	closing  chan struct{} // closed by Close: wakes callers waiting for the reply queue
+	closing chan struct{} // closed by Close: wakes callers waiting for the reply queue
 
 	mu      sync.Mutex
 	live    bool          // the reply stream is open
@@ -79,7 +78,6 @@ func NewRequester[Req, Resp any](ctx context.Context, connector messaging.Connec
 		writer:     batch.New(connector),
 		ready:      make(chan struct{}),
 		pending:    map[string]waiter{},
-		listened:   make(chan struct{}),
 		closing:    make(chan struct{}),
 	}
 	if r.queue == "" {
@@ -274,7 +272,7 @@ func (r *Requester[Req, Resp]) Close() error {
 		timer := time.NewTimer(r.config.closeTimeout)
 		defer timer.Stop()
 		select {
-		case <-r.listened:
+		case <-r.consumer.Done():
 		case <-timer.C:
 			errs = append(errs, fmt.Errorf("acemq: the requester's reply subscription of %q did not stop within %s: %w", r.queue, r.config.closeTimeout, messaging.ErrCloseTimeout))
 		}

@@ -16,13 +16,12 @@ import (
 // Handler it runs, and the writer of the replies. It is a
 // messaging.ListenCloser whose Listen is already running.
 type Server[Req, Resp any] struct {
-	handler   *Handler[Req, Resp]
-	consumer  *streaming.Consumer
-	writer    *batch.Writer
-	listening chan struct{}
-	timeout   time.Duration
-	once      sync.Once
-	closeErr  error
+	handler  *Handler[Req, Resp]
+	consumer *streaming.Consumer
+	writer   *batch.Writer
+	timeout  time.Duration
+	once     sync.Once
+	closeErr error
 }
 
 var _ messaging.ListenCloser = (*Server[int, int])(nil)
@@ -53,12 +52,8 @@ func Serve[Req, Resp any](ctx context.Context, connector messaging.Connector, qu
 	consumer := streaming.New(connector,
 		streaming.Options.Logger(cfg.logger),
 		streaming.Options.Subscriptions(streaming.NewSubscription(queue, subscription...)))
-	s := &Server[Req, Resp]{handler: handler, consumer: consumer, writer: writer, listening: make(chan struct{}), timeout: cfg.closeTimeout}
-	go func() {
-		defer close(s.listening)
-		consumer.Listen()
-	}()
-	if err := consumer.Started(ctx); err != nil {
+	s := &Server[Req, Resp]{handler: handler, consumer: consumer, writer: writer, timeout: cfg.closeTimeout}
+	if err := consumer.Start(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("acemq: serving %q did not start: %w", queue, err)
 	}
@@ -73,7 +68,7 @@ func (s *Server[Req, Resp]) Answered() uint64 { return s.handler.Answered() }
 func (s *Server[Req, Resp]) Unanswerable() uint64 { return s.handler.Unanswerable() }
 
 // Listen blocks until the server has stopped.
-func (s *Server[Req, Resp]) Listen() { <-s.listening }
+func (s *Server[Req, Resp]) Listen() { <-s.consumer.Done() }
 
 // Close stops consuming (the consumer drains what its workers hold), waits
 // for it within Options.CloseTimeout and closes the reply writer.
@@ -83,7 +78,7 @@ func (s *Server[Req, Resp]) Close() error {
 		timer := time.NewTimer(s.timeout)
 		defer timer.Stop()
 		select {
-		case <-s.listening:
+		case <-s.consumer.Done():
 		case <-timer.C:
 			errs = append(errs, fmt.Errorf("acemq: the responder did not stop within %s: %w", s.timeout, messaging.ErrCloseTimeout))
 		}

@@ -32,7 +32,6 @@ type Scheduler struct {
 	config   config
 	writer   messaging.Writer
 	consumer *streaming.Consumer
-	listened chan struct{}
 
 	scheduled, hops, delivered atomic.Uint64
 
@@ -50,7 +49,7 @@ func New(ctx context.Context, connector messaging.Connector, options ...Option) 
 	if err := declare(ctx, connector); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{config: c, writer: batch.New(connector), listened: make(chan struct{})}
+	s := &Scheduler{config: c, writer: batch.New(connector)}
 	subscription := streaming.NewSubscription(DueQueue,
 		streaming.SubscriptionOptions.Name("acemq-schedule"),
 		streaming.SubscriptionOptions.EstablishTopology(false), // Topology declared it, without arguments
@@ -63,11 +62,7 @@ func New(ctx context.Context, connector messaging.Connector, options ...Option) 
 	s.consumer = streaming.New(connector,
 		streaming.Options.Subscriptions(subscription),
 		streaming.Options.Logger(c.logger))
-	go func() {
-		defer close(s.listened)
-		s.consumer.Listen()
-	}()
-	if err := s.consumer.Started(ctx); err != nil {
+	if err := s.consumer.Start(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("schedule: the control consumer of %s did not start: %w", DueQueue, err)
 	}
@@ -97,7 +92,6 @@ func declare(ctx context.Context, connector messaging.Connector) error {
 func (s *Scheduler) Close() error {
 	s.closeOnce.Do(func() {
 		consumerErr := s.consumer.Close()
-		<-s.listened
 		s.closeErr = errors.Join(consumerErr, s.writer.Close())
 	})
 	return s.closeErr

@@ -44,7 +44,6 @@ func Supported(ctx context.Context, connector messaging.Connector) (bool, error)
 // Reader is a running stream reader: Read started it, Close stops it.
 type Reader struct {
 	consumer *streaming.Consumer
-	done     chan struct{}
 	once     sync.Once
 }
 
@@ -56,7 +55,6 @@ func (r *Reader) Close() error {
 	var err error
 	r.once.Do(func() {
 		err = r.consumer.Close()
-		<-r.done
 	})
 	return err
 }
@@ -128,12 +126,8 @@ func Read(ctx context.Context, connector messaging.Connector, stream string, han
 		streaming.Options.Subscriptions(subscription),
 		streaming.Options.Logger(cfg.logger),
 	)
-	r := &Reader{consumer: consumer, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		consumer.Listen()
-	}()
-	if err := consumer.Started(ctx); err != nil {
+	r := &Reader{consumer: consumer}
+	if err := consumer.Start(ctx); err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("streams: read stream %q: %w", stream, err)
 	}
