@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -69,46 +70,41 @@ func newHealth(stream string, cfg config) *health {
 // cause. After shutdown began it cancels the worker's handler at once: a
 // batch held through an outage has nothing to finish.
 func (h *health) workerWaiting(worker *workerListener, cause error) {
-	h.mu.Lock()
-	if h.stopping || isClosed(worker.sessionFailed) {
-		h.mu.Unlock()
-		worker.cancel()
-		return
-	}
-	w, ok := h.workers[worker]
-	if !ok {
-		w.since = time.Now()
-	}
-	w.cause = cause
-	h.workers[worker] = w
-	h.cause = cause
-	report := h.transition()
-	h.mu.Unlock()
-	report()
+	h.change(func() []*workerListener {
+		if h.stopping || isClosed(worker.sessionFailed) {
+			return []*workerListener{worker}
+		}
+		w, ok := h.workers[worker]
+		if !ok {
+			w.since = time.Now()
+		}
+		w.cause = cause
+		h.workers[worker] = w
+		h.cause = cause
+		return nil
+	})
 }
 
 func (h *health) workerResumed(worker *workerListener) {
-	h.mu.Lock()
-	delete(h.workers, worker)
-	report := h.transition()
-	h.mu.Unlock()
-	report()
+	h.change(func() []*workerListener {
+		delete(h.workers, worker)
+		return nil
+	})
 }
 
 // outagePanic records that a handler panicked with an outage: the runtime
 // holds the subscription (its session ends and the broker redelivers) until a
 // batch is handled again.
 func (h *health) outagePanic(cause error) {
-	h.mu.Lock()
-	if h.held == nil {
-		h.held = &waitSpan{since: time.Now()}
-	}
-	h.held.cause = cause
-	h.cause = cause
-	h.heldFlag.Store(true)
-	report := h.transition()
-	h.mu.Unlock()
-	report()
+	h.change(func() []*workerListener {
+		if h.held == nil {
+			h.held = &waitSpan{since: time.Now()}
+		}
+		h.held.cause = cause
+		h.cause = cause
+		h.heldFlag.Store(true)
+		return nil
+	})
 }
 
 // batchConcluded ends the runtime's hold: a batch was handled, or failed in a
@@ -117,12 +113,11 @@ func (h *health) batchConcluded() {
 	if !h.heldFlag.Load() {
 		return
 	}
-	h.mu.Lock()
-	h.held = nil
-	h.heldFlag.Store(false)
-	report := h.transition()
-	h.mu.Unlock()
-	report()
+	h.change(func() []*workerListener {
+		h.held = nil
+		h.heldFlag.Store(false)
+		return nil
+	})
 }
 
 // sessionFailed cancels every worker waiting on an outage: its session ended
@@ -131,38 +126,40 @@ func (h *health) batchConcluded() {
 // the next session. The caller closed the session's failed channel first, so
 // a worker that starts waiting later is cancelled by workerWaiting.
 func (h *health) sessionFailed() {
-	h.mu.Lock()
-	workers := make([]*workerListener, 0, len(h.workers))
-	for worker := range h.workers {
-		workers = append(workers, worker)
-	}
-	clear(h.workers)
-	report := h.transition()
-	h.mu.Unlock()
-	for _, worker := range workers {
-		worker.cancel()
-	}
-	report()
+	h.change(h.takeWorkers)
 }
 
 // stop begins shutdown: every worker waiting on an outage is cancelled, and so
 // is any that starts waiting later; the subscription no longer reports a wait.
 func (h *health) stop() {
+	h.change(func() []*workerListener {
+		h.stopping = true
+		h.held = nil
+		h.heldFlag.Store(false)
+		return h.takeWorkers()
+	})
+}
+
+// change is every update of the subscription's state: mutate runs under the
+// lock and returns the workers to cancel; once the lock is released they are
+// cancelled and the transition it caused, if any, is reported.
+func (h *health) change(mutate func() []*workerListener) {
 	h.mu.Lock()
-	h.stopping = true
-	workers := make([]*workerListener, 0, len(h.workers))
-	for worker := range h.workers {
-		workers = append(workers, worker)
-	}
-	clear(h.workers)
-	h.held = nil
-	h.heldFlag.Store(false)
+	cancel := mutate()
 	report := h.transition()
 	h.mu.Unlock()
-	for _, worker := range workers {
+	for _, worker := range cancel {
 		worker.cancel()
 	}
 	report()
+}
+
+// takeWorkers forgets every waiting worker and returns them. The caller holds
+// h.mu.
+func (h *health) takeWorkers() []*workerListener {
+	workers := slices.Collect(maps.Keys(h.workers))
+	clear(h.workers)
+	return workers
 }
 
 // transition notes a change between waiting and not; it returns the
