@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/internal/wire"
@@ -58,7 +59,7 @@ func (h *handler) Handle(ctx context.Context, messages ...any) {
 	if outer, _ := messaging.SettlerFrom(ctx).(*call); outer != nil {
 		// An outer settlement decorator (the streaming runtime's default)
 		// leaves this batch to this one, so nothing is set aside twice.
-		outer.delegate()
+		outer.innerSettled.Store(true)
 	}
 	c := &call{handler: h}              // the maps are made on the first settlement: most batches have none
 	ctx = messaging.WithSettler(ctx, c) // with the batch's hop record
@@ -110,7 +111,7 @@ func (c *call) settleUndecodable(ctx context.Context, deliveries []messaging.Del
 // raised.
 func (c *call) handle(ctx context.Context, rest []messaging.Delivery, run func() (any, bool)) {
 	value, panicked := run()
-	if c.delegated() {
+	if c.innerSettled.Load() {
 		if panicked && !c.adopt(value) {
 			panic(value) // the inner settlement decided: not acknowledged
 		}
@@ -291,25 +292,14 @@ type call struct {
 	decisions map[deliveryKey]messaging.Decision
 	// failures are the deliveries whose settlement failed, in order.
 	failures []unsettled
-	// inner is set when a settlement decorator inside this one handled the
-	// batch: this one then settles nothing and re-raises what it raised.
-	innerSettled bool
+	// innerSettled is set when a settlement decorator inside this one
+	// handled the batch: this one then settles nothing and re-raises what it
+	// raised.
+	innerSettled atomic.Bool
 	// done are the deliveries settled for good (set aside and confirmed, or
 	// completed alone): a batch that ends early still lets them be
 	// acknowledged (see PartlySettledError).
 	done []messaging.Delivery
-}
-
-func (c *call) delegate() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.innerSettled = true
-}
-
-func (c *call) delegated() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.innerSettled
 }
 
 func (c *call) isSettled(delivery messaging.Delivery) bool {
