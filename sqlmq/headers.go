@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -186,12 +187,6 @@ func untag(tag string, body json.RawMessage, depth int) (any, error) {
 	case "bool":
 		var b bool
 		return b, json.Unmarshal(body, &b)
-	case "int", "i8", "i16", "i32", "i64":
-		return untagInt(tag, body)
-	case "u8", "u16", "u32":
-		return untagUint(tag, body)
-	case "f32", "f64":
-		return untagFloat(tag, body)
 	case "bytes":
 		return untagText(body, base64.StdEncoding.DecodeString)
 	case "time":
@@ -203,6 +198,9 @@ func untag(tag string, body json.RawMessage, depth int) (any, error) {
 	case "array":
 		return untagArray(body, depth)
 	default:
+		if read, ok := numberTags[tag]; ok {
+			return read(body)
+		}
 		return nil, fmt.Errorf("unknown type tag %q", tag)
 	}
 }
@@ -217,20 +215,31 @@ func untagText[T any](body json.RawMessage, parse func(string) (T, error)) (T, e
 	return parse(s)
 }
 
-func untagFloat(tag string, body json.RawMessage) (any, error) {
-	bits := 64
-	if tag == "f32" {
-		bits = 32
-	}
-	f, err := untagText(body, func(s string) (float64, error) { return strconv.ParseFloat(s, bits) })
-	if err != nil {
-		return nil, err
-	}
-	if bits == 32 {
-		return float32(f), nil
-	}
-	return f, nil
+// numberTags reads each numeric tag's value into the Go type tagValue wrote
+// it from.
+var numberTags = map[string]func(json.RawMessage) (any, error){
+	"int": untagNumber[int](parseInt), "i8": untagNumber[int8](parseInt), "i16": untagNumber[int16](parseInt),
+	"i32": untagNumber[int32](parseInt), "i64": untagNumber[int64](parseInt),
+	"u8": untagNumber[uint8](parseUint), "u16": untagNumber[uint16](parseUint), "u32": untagNumber[uint32](parseUint),
+	"f32": untagNumber[float32](strconv.ParseFloat), "f64": untagNumber[float64](strconv.ParseFloat),
 }
+
+// untagNumber returns the reader of a number stored as a JSON string: it
+// parses the string with parse, refusing a number that T cannot hold, and
+// returns it as T.
+func untagNumber[T int | int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | float32 | float64, N int64 | uint64 | float64](parse func(string, int) (N, error)) func(json.RawMessage) (any, error) {
+	bits := reflect.TypeFor[T]().Bits()
+	return func(body json.RawMessage) (any, error) {
+		n, err := untagText(body, func(s string) (N, error) { return parse(s, bits) })
+		if err != nil {
+			return nil, err
+		}
+		return T(n), nil
+	}
+}
+
+func parseInt(s string, bits int) (int64, error)   { return strconv.ParseInt(s, 10, bits) }
+func parseUint(s string, bits int) (uint64, error) { return strconv.ParseUint(s, 10, bits) }
 
 func untagDecimal(body json.RawMessage) (any, error) {
 	var parts []string
@@ -280,40 +289,4 @@ func untagArray(body json.RawMessage, depth int) (any, error) {
 		out[i] = value
 	}
 	return out, nil
-}
-
-func untagInt(tag string, body json.RawMessage) (any, error) {
-	bits := map[string]int{"int": strconv.IntSize, "i8": 8, "i16": 16, "i32": 32, "i64": 64}[tag]
-	n, err := untagText(body, func(s string) (int64, error) { return strconv.ParseInt(s, 10, bits) })
-	if err != nil {
-		return nil, err
-	}
-	switch tag {
-	case "int":
-		return int(n), nil
-	case "i8":
-		return int8(n), nil
-	case "i16":
-		return int16(n), nil
-	case "i32":
-		return int32(n), nil
-	default:
-		return n, nil
-	}
-}
-
-func untagUint(tag string, body json.RawMessage) (any, error) {
-	bits := map[string]int{"u8": 8, "u16": 16, "u32": 32}[tag]
-	n, err := untagText(body, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, bits) })
-	if err != nil {
-		return nil, err
-	}
-	switch tag {
-	case "u8":
-		return uint8(n), nil
-	case "u16":
-		return uint16(n), nil
-	default:
-		return uint32(n), nil
-	}
 }
