@@ -70,26 +70,8 @@ func tagValue(value any, depth int) (map[string]any, error) {
 		return map[string]any{"s": v}, nil
 	case bool:
 		return map[string]any{"bool": v}, nil
-	case int:
-		return map[string]any{"int": strconv.FormatInt(int64(v), 10)}, nil
-	case int8:
-		return map[string]any{"i8": strconv.FormatInt(int64(v), 10)}, nil
-	case int16:
-		return map[string]any{"i16": strconv.FormatInt(int64(v), 10)}, nil
-	case int32:
-		return map[string]any{"i32": strconv.FormatInt(int64(v), 10)}, nil
-	case int64:
-		return map[string]any{"i64": strconv.FormatInt(v, 10)}, nil
-	case uint8:
-		return map[string]any{"u8": strconv.FormatUint(uint64(v), 10)}, nil
-	case uint16:
-		return map[string]any{"u16": strconv.FormatUint(uint64(v), 10)}, nil
-	case uint32:
-		return map[string]any{"u32": strconv.FormatUint(uint64(v), 10)}, nil
-	case float32:
-		return map[string]any{"f32": strconv.FormatFloat(float64(v), 'g', -1, 32)}, nil
-	case float64:
-		return map[string]any{"f64": strconv.FormatFloat(v, 'g', -1, 64)}, nil
+	case int, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64:
+		return tagNumber(v), nil
 	case []byte:
 		return map[string]any{"bytes": base64.StdEncoding.EncodeToString(v)}, nil
 	case time.Time:
@@ -121,6 +103,29 @@ func tagValue(value any, depth int) (map[string]any, error) {
 	default:
 		return nil, fmt.Errorf("a %T cannot travel in an AMQP table; use a string, bool, int, int8-int64, uint8-uint32, float32, float64, []byte, time.Time, amqp091 Decimal, a nested amqp091.Table (or map[string]any, stored as one) or []any", value)
 	}
+}
+
+// numberTag is the tag tagValue stores each numeric Go type under;
+// numberTags reads them back.
+var numberTag = map[reflect.Kind]string{
+	reflect.Int: "int", reflect.Int8: "i8", reflect.Int16: "i16", reflect.Int32: "i32", reflect.Int64: "i64",
+	reflect.Uint8: "u8", reflect.Uint16: "u16", reflect.Uint32: "u32", reflect.Float32: "f32", reflect.Float64: "f64",
+}
+
+// tagNumber stores one of the numeric types AMQP carries (tagValue passes no
+// other) as its tag and its exact decimal text.
+func tagNumber(v any) map[string]any {
+	r := reflect.ValueOf(v)
+	var text string
+	switch {
+	case r.CanInt():
+		text = strconv.FormatInt(r.Int(), 10)
+	case r.CanUint():
+		text = strconv.FormatUint(r.Uint(), 10)
+	default:
+		text = strconv.FormatFloat(r.Float(), 'g', -1, r.Type().Bits())
+	}
+	return map[string]any{numberTag[r.Kind()]: text}
 }
 
 // decodeHeaders reverses encodeHeaders. The text is read back from the
