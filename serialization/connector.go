@@ -15,9 +15,9 @@ package serialization
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/decorate"
 )
 
 type connector struct {
@@ -36,29 +36,10 @@ func New(inner messaging.Connector, options ...Option) messaging.Connector {
 // transport's connector offers (whether it consumes stream queues, say).
 func (c connector) Unwrap() messaging.Connector { return c.Connector }
 
-// errNilInner reports an inner layer that returned neither a value nor an
-// error: a bug in that layer, said plainly instead of a nil dereference later.
-func errNilInner(what string) error {
-	return fmt.Errorf("serialization: the wrapped connector returned no %s and no error; it is broken", what)
-}
-
-// decorate returns what an inner layer opened, wrapped, or the inner layer's
-// error; an inner layer that returned neither is reported with errNilInner.
-func decorate[T any](inner T, err error, what string, wrap func(T) T) (T, error) {
-	var none T
-	if err != nil {
-		return none, err
-	}
-	if any(inner) == nil {
-		return none, errNilInner(what)
-	}
-	return wrap(inner), nil
-}
-
 // Connect opens an inner connection and decorates it.
 func (c connector) Connect(ctx context.Context) (messaging.Connection, error) {
 	inner, err := c.Connector.Connect(ctx)
-	return decorate(inner, err, "connection", func(inner messaging.Connection) messaging.Connection {
+	return decorate.Opened("serialization", "connection", inner, err, func(inner messaging.Connection) messaging.Connection {
 		return connection{Connection: inner, config: c.config}
 	})
 }
@@ -75,7 +56,7 @@ func (c connection) Unwrap() messaging.Connection { return c.Connection }
 // Reader opens an inner reader and decorates it.
 func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 	inner, err := c.Connection.Reader(ctx)
-	return decorate(inner, err, "reader", func(inner messaging.Reader) messaging.Reader {
+	return decorate.Opened("serialization", "reader", inner, err, func(inner messaging.Reader) messaging.Reader {
 		return reader{Reader: inner, config: c.config}
 	})
 }
@@ -83,7 +64,7 @@ func (c connection) Reader(ctx context.Context) (messaging.Reader, error) {
 // Writer opens an inner writer and decorates it.
 func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 	inner, err := c.Connection.Writer(ctx)
-	return decorate(inner, err, "writer", func(inner messaging.Writer) messaging.Writer {
+	return decorate.Opened("serialization", "writer", inner, err, func(inner messaging.Writer) messaging.Writer {
 		return writer{Writer: inner, config: c.config}
 	})
 }
@@ -93,7 +74,7 @@ func (c connection) Writer(ctx context.Context) (messaging.Writer, error) {
 // messaging.TransactionSlot.
 func (c connection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
 	inner, err := c.Connection.CommitWriter(ctx)
-	return decorate(inner, err, "commit writer", func(inner messaging.CommitWriter) messaging.CommitWriter {
+	return decorate.Opened("serialization", "commit writer", inner, err, func(inner messaging.CommitWriter) messaging.CommitWriter {
 		return commitWriter{CommitWriter: inner, config: c.config}
 	})
 }
@@ -109,7 +90,7 @@ func (r reader) Unwrap() messaging.Reader { return r.Reader }
 // Stream opens an inner stream and decorates it.
 func (r reader) Stream(ctx context.Context, config messaging.StreamConfig) (messaging.Stream, error) {
 	inner, err := r.Reader.Stream(ctx, config)
-	return decorate(inner, err, "stream", func(inner messaging.Stream) messaging.Stream {
+	return decorate.Opened("serialization", "stream", inner, err, func(inner messaging.Stream) messaging.Stream {
 		return stream{Stream: inner, config: r.config}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/decorate"
 )
 
 // operation is what a decorated connector's writes do to a message.
@@ -57,10 +58,9 @@ func (c *tracedConnector) Unwrap() messaging.Connector { return c.Connector }
 
 func (c *tracedConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	connection, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tracedConnection{Connection: connection, tracing: c.tracing, op: c.op}, nil
+	return decorate.Opened("tracing", "connection", connection, err, func(connection messaging.Connection) messaging.Connection {
+		return &tracedConnection{Connection: connection, tracing: c.tracing, op: c.op}
+	})
 }
 
 type tracedConnection struct {
@@ -75,18 +75,16 @@ func (c *tracedConnection) Unwrap() messaging.Connection { return c.Connection }
 
 func (c *tracedConnection) Writer(ctx context.Context) (messaging.Writer, error) {
 	writer, err := c.Connection.Writer(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tracedWriter{Writer: writer, tracing: c.tracing, op: c.op}, nil
+	return decorate.Opened("tracing", "writer", writer, err, func(writer messaging.Writer) messaging.Writer {
+		return &tracedWriter{Writer: writer, tracing: c.tracing, op: c.op}
+	})
 }
 
 func (c *tracedConnection) CommitWriter(ctx context.Context) (messaging.CommitWriter, error) {
 	writer, err := c.Connection.CommitWriter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &tracedCommitWriter{CommitWriter: writer, traced: tracedWriter{Writer: writer, tracing: c.tracing, op: c.op}}, nil
+	return decorate.Opened("tracing", "commit writer", writer, err, func(writer messaging.CommitWriter) messaging.CommitWriter {
+		return &tracedCommitWriter{CommitWriter: writer, traced: tracedWriter{Writer: writer, tracing: c.tracing, op: c.op}}
+	})
 }
 
 type tracedWriter struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/decorate"
 	"github.com/warrenmq/messaging/streaming"
 )
 
@@ -148,10 +149,9 @@ type replyConnector struct {
 
 func (c replyConnector) Connect(ctx context.Context) (messaging.Connection, error) {
 	connection, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return replyConnection{Connection: connection, reads: transportOf(connection), queue: c.queue, generated: c.generated}, nil
+	return decorate.Opened("acemq: requester", "connection", connection, err, func(connection messaging.Connection) messaging.Connection {
+		return replyConnection{Connection: connection, reads: transportOf(connection), queue: c.queue, generated: c.generated}
+	})
 }
 
 // Unwrap returns the connector replyConnector decorates (messaging.As).

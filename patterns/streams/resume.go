@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/warrenmq/messaging"
+	"github.com/warrenmq/messaging/internal/decorate"
 )
 
 // position is what one reader was handed and settled, so that a reattached
@@ -79,11 +80,10 @@ type resumingConnector struct {
 }
 
 func (c *resumingConnector) Connect(ctx context.Context) (messaging.Connection, error) {
-	conn, err := c.Connector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &resumingConnection{Connection: conn, connector: c}, nil
+	connection, err := c.Connector.Connect(ctx)
+	return decorate.Opened("streams", "connection", connection, err, func(connection messaging.Connection) messaging.Connection {
+		return &resumingConnection{Connection: connection, connector: c}
+	})
 }
 
 type resumingConnection struct {
@@ -97,10 +97,9 @@ func (c *resumingConnection) Unwrap() messaging.Connection { return c.Connection
 
 func (c *resumingConnection) Reader(ctx context.Context) (messaging.Reader, error) {
 	reader, err := c.Connection.Reader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &resumingReader{Reader: reader, connector: c.connector}, nil
+	return decorate.Opened("streams", "reader", reader, err, func(reader messaging.Reader) messaging.Reader {
+		return &resumingReader{Reader: reader, connector: c.connector}
+	})
 }
 
 type resumingReader struct {
