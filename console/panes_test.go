@@ -55,8 +55,8 @@ func (o *fakeOutbox) Release(_ context.Context, ids ...int64) (int, error) {
 
 func (f *PanesFixture) outbox() *fakeOutbox {
 	return &fakeOutbox{
-		pending: []sqlmq.PendingMessage{{ID: 7, MessageID: "p7", Topic: "order-placed", Attempts: 3, LastError: "publish refused: <b>no route</b>", Created: time.Now().Add(-time.Minute)}},
-		retired: []sqlmq.RetiredMessage{{ID: 3, MessageID: "r3", Attempts: 10, LastError: "exceeds the frame size"}, {ID: 4, MessageID: "r4"}},
+		pending: []sqlmq.PendingMessage{{OutboxRow: sqlmq.OutboxRow{ID: 7, MessageID: "p7", Topic: "order-placed", Attempts: 3, LastError: "publish refused: <b>no route</b>", Created: time.Now().Add(-time.Minute)}}},
+		retired: []sqlmq.RetiredMessage{{OutboxRow: sqlmq.OutboxRow{ID: 3, MessageID: "r3", Attempts: 10, LastError: "exceeds the frame size"}}, {OutboxRow: sqlmq.OutboxRow{ID: 4, MessageID: "r4"}}},
 	}
 }
 

@@ -16,19 +16,44 @@ type Admin struct {
 	err   error
 }
 
-// RetiredMessage is a row retired when its retry policy gave up, or at
-// once because it can never be published (a wire limit). It is kept, not
-// deleted, until an operator releases it.
-type RetiredMessage struct {
+// OutboxRow is what every listing of the outbox shows of a row: its ids,
+// where it goes, when it was written, and how its publishes failed.
+type OutboxRow struct {
 	ID          int64
 	MessageID   string
 	Topic       string
 	RoutingKey  string
 	MessageType string
 	Created     time.Time
-	Retired     time.Time
-	Attempts    int
-	LastError   string
+	// Attempts counts the publishes that failed on the row's own account.
+	Attempts int
+	// LastError is the last failed publish's error (empty when none failed).
+	LastError string
+}
+
+// listedColumns are OutboxRow's columns, in the order scanListed reads them.
+const listedColumns = "id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error"
+
+// scanListed reads listedColumns into r and the listing's own columns, which
+// follow them, into more.
+func scanListed(s scanner, r *OutboxRow, more ...any) error {
+	var (
+		created, attempts int64
+		lastError         sql.NullString
+	)
+	if err := s.Scan(append([]any{&r.ID, &r.MessageID, &r.Topic, &r.RoutingKey, &r.MessageType, &created, &attempts, &lastError}, more...)...); err != nil {
+		return err
+	}
+	r.Created, r.Attempts, r.LastError = fromMicros(created), int(attempts), lastError.String
+	return nil
+}
+
+// RetiredMessage is a row retired when its retry policy gave up, or at
+// once because it can never be published (a wire limit). It is kept, not
+// deleted, until an operator releases it.
+type RetiredMessage struct {
+	OutboxRow
+	Retired time.Time
 }
 
 // NewAdmin returns an Admin over the outbox table in db. It honours the Dialect
@@ -40,23 +65,19 @@ func NewAdmin(db *sql.DB, options ...Option) *Admin {
 
 // Retired lists up to limit retired rows, oldest first (limit <= 0 means 100).
 func (a *Admin) Retired(ctx context.Context, limit int) ([]RetiredMessage, error) {
-	return listRows(ctx, a, limit, "retired", "SELECT id, message_id, topic, routing_key, message_type, created_us, retired_us, publish_attempts, last_error FROM {t} "+
+	return listRows(ctx, a, limit, "retired", "SELECT "+listedColumns+", retired_us FROM {t} "+
 		"WHERE dispatched_us IS NULL AND retired_us IS NOT NULL ORDER BY id LIMIT ?", scanRetired)
 }
 
 // scanRetired reads a row of Retired's query.
 func scanRetired(s scanner) (RetiredMessage, error) {
 	var (
-		m               RetiredMessage
-		created, retire int64
-		attempts        int64
-		lastError       sql.NullString
+		m       RetiredMessage
+		retired int64
 	)
-	if err := s.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &retire, &attempts, &lastError); err != nil {
-		return m, err
-	}
-	m.Created, m.Retired, m.Attempts, m.LastError = fromMicros(created), fromMicros(retire), int(attempts), lastError.String
-	return m, nil
+	err := scanListed(s, &m.OutboxRow, &retired)
+	m.Retired = fromMicros(retired)
+	return m, err
 }
 
 // Release puts retired rows back to be published: attempts go back to zero and
@@ -86,15 +107,7 @@ func (a *Admin) Release(ctx context.Context, ids ...int64) (int, error) {
 // publishes failed on its own account, and the last error, so an operator can
 // see why the outbox is behind.
 type PendingMessage struct {
-	ID          int64
-	MessageID   string
-	Topic       string
-	RoutingKey  string
-	MessageType string
-	Created     time.Time
-	Attempts    int
-	// LastError is the last failed publish's error (empty when none failed).
-	LastError string
+	OutboxRow
 	// LeaseOwner is the processor holding the row, empty when none does (a
 	// row set aside after a failure, or released at shutdown).
 	LeaseOwner string
@@ -106,24 +119,20 @@ type PendingMessage struct {
 // Pending lists up to limit rows waiting to be published, oldest first (limit
 // <= 0 means 100).
 func (a *Admin) Pending(ctx context.Context, limit int) ([]PendingMessage, error) {
-	return listRows(ctx, a, limit, "pending", "SELECT id, message_id, topic, routing_key, message_type, created_us, publish_attempts, last_error, lease_owner, lease_until_us FROM {t} "+
+	return listRows(ctx, a, limit, "pending", "SELECT "+listedColumns+", lease_owner, lease_until_us FROM {t} "+
 		"WHERE "+pendingCondition+" ORDER BY id LIMIT ?", scanPending)
 }
 
 // scanPending reads a row of Pending's query.
 func scanPending(s scanner) (PendingMessage, error) {
 	var (
-		m                PendingMessage
-		created          int64
-		attempts         int64
-		lastError, owner sql.NullString
-		until            sql.NullInt64
+		m     PendingMessage
+		owner sql.NullString
+		until sql.NullInt64
 	)
-	if err := s.Scan(&m.ID, &m.MessageID, &m.Topic, &m.RoutingKey, &m.MessageType, &created, &attempts, &lastError, &owner, &until); err != nil {
-		return m, err
-	}
-	m.Created, m.Attempts, m.LastError, m.LeaseOwner, m.LeaseUntil = fromMicros(created), int(attempts), lastError.String, owner.String, fromMicros(until.Int64)
-	return m, nil
+	err := scanListed(s, &m.OutboxRow, &owner, &until)
+	m.LeaseOwner, m.LeaseUntil = owner.String, fromMicros(until.Int64)
+	return m, err
 }
 
 // listRows runs query, whose one argument is the limit (limit <= 0 means 100),
