@@ -25,15 +25,13 @@ const DefaultStartTimeout = 30 * time.Second
 
 type config struct {
 	subscription []streaming.SubscriptionOption
-	logger       *slog.Logger
-	streaming    streaming.Monitor
+	consumer     []streaming.Option // given to every member's streaming.New
 	monitor      Monitor
 	startTimeout time.Duration
 }
 
 func newConfig(opts []Option) config {
 	c := options.New(opts)
-	options.Default(&c.logger, slog.Default())
 	options.Default[Monitor](&c.monitor, NopMonitor{})
 	options.Positive(&c.startTimeout, DefaultStartTimeout)
 	return c
@@ -48,12 +46,17 @@ func (OptionSet) Subscription(options ...streaming.SubscriptionOption) Option {
 }
 
 // Logger is every member's streaming logger. Default: slog.Default().
-func (OptionSet) Logger(logger *slog.Logger) Option { return func(c *config) { c.logger = logger } }
+func (OptionSet) Logger(logger *slog.Logger) Option { return forward(streaming.Options.Logger(logger)) }
 
 // StreamingMonitor is every member's streaming.Monitor. Default: the
 // runtime's own (none).
 func (OptionSet) StreamingMonitor(monitor streaming.Monitor) Option {
-	return func(c *config) { c.streaming = monitor }
+	return forward(streaming.Options.Monitor(monitor))
+}
+
+// forward hands option to every member's consumer.
+func forward(option streaming.Option) Option {
+	return func(c *config) { c.consumer = append(c.consumer, option) }
 }
 
 // Monitor receives the group's own events. Default: NopMonitor.

@@ -68,13 +68,7 @@ func NewEach(ctx context.Context, connector messaging.Connector, queue string, n
 	g := &Group{queue: queue, monitor: c.monitor}
 	for i := range n {
 		subscription := append([]streaming.SubscriptionOption{streaming.SubscriptionOptions.AddWorkers(handlers[i])}, c.subscription...)
-		consumerOptions := []streaming.Option{
-			streaming.Options.Logger(c.logger),
-			streaming.Options.Subscriptions(streaming.NewSubscription(queue, subscription...)),
-		}
-		if c.streaming != nil {
-			consumerOptions = append(consumerOptions, streaming.Options.Monitor(c.streaming))
-		}
+		consumerOptions := append([]streaming.Option{streaming.Options.Subscriptions(streaming.NewSubscription(queue, subscription...))}, c.consumer...)
 		m := &member{index: i, consumer: streaming.New(connector, consumerOptions...)}
 		g.members = append(g.members, m)
 	}

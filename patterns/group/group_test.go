@@ -199,3 +199,31 @@ func (m *fakeMonitor) events() []string {
 	defer m.mu.Unlock()
 	return append([]string(nil), m.log...)
 }
+
+// openings is a streaming.Monitor that counts the streams opened.
+type openings struct {
+	streaming.NopMonitor
+	mu     sync.Mutex
+	opened int
+}
+
+func (o *openings) StreamOpened(_ string, err error) {
+	if err == nil {
+		o.mu.Lock()
+		o.opened++
+		o.mu.Unlock()
+	}
+}
+
+func (f *GroupFixture) TestTheStreamingMonitorHearsEveryMember() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	heard := &openings{}
+	nop := messaging.HandlerFunc(func(context.Context, ...any) {})
+	g, err := New(ctx, f.connector, "orders", 3, nop, Options.Logger(f.quiet), Options.StreamingMonitor(heard))
+	f.So(err, should.BeNil)
+	f.So(g.Close(), should.BeNil)
+	heard.mu.Lock()
+	defer heard.mu.Unlock()
+	f.So(heard.opened, should.Equal, 3)
+}
