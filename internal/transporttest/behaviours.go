@@ -40,10 +40,7 @@ func mandatoryUnroutable(h *harness) {
 	topic := h.exchange()
 	h.declareExchange(topic, messaging.ExchangeFanout)
 	conn := h.connect()
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 
 	n, err := w.Write(h.context(), messaging.Dispatch{Topic: topic, RoutingKey: "nobody.listens", Payload: []byte("lost"), Mandatory: true})
@@ -72,10 +69,7 @@ func nonMandatoryUnroutable(h *harness) {
 	topic := h.exchange()
 	h.declareExchange(topic, messaging.ExchangeFanout)
 	conn := h.connect()
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	n, err := w.Write(h.context(), messaging.Dispatch{Topic: topic, RoutingKey: "k", Payload: []byte("dropped")})
 	if n != 1 || err != nil {
@@ -258,10 +252,7 @@ func commitWriterRollback(h *harness) {
 	queue := h.queue()
 	conn := h.connect()
 	s := h.declared(conn, queue, 10)
-	cw, err := conn.CommitWriter(h.context())
-	if err != nil {
-		h.t.Fatalf("open commit writer: %v", err)
-	}
+	cw := h.openCommitWriter(conn)
 	defer func() { _ = cw.Close() }()
 
 	if n, err := cw.Write(h.context(), toQueue(queue, "rolled back")); n != 1 || err != nil {

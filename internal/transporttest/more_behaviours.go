@@ -9,10 +9,7 @@ import (
 // routedBy publishes each key mandatory to exchange and reports which landed.
 func (h *harness) routedBy(conn messaging.Connection, exchange string, keys ...string) map[string]bool {
 	h.t.Helper()
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	routed := map[string]bool{}
 	for _, key := range keys {
@@ -68,10 +65,7 @@ func directRouting(h *harness) {
 
 func undeclaredExchange(h *harness) {
 	missing := h.exchange()
-	w, err := h.connect().Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(h.connect())
 	defer func() { _ = w.Close() }()
 	n, err := w.Write(h.context(), messaging.Dispatch{Topic: missing, RoutingKey: "k", Payload: []byte("x"), Mandatory: true})
 	if n != 0 || !errors.Is(err, messaging.ErrNotFound) {
@@ -100,10 +94,7 @@ func closedFailClosed(h *harness) {
 	if err := s.Read(h.context(), &d); !errors.Is(err, messaging.ErrClosed) {
 		h.t.Errorf("read after close: %v; want messaging.ErrClosed", err)
 	}
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	if err := w.Close(); err != nil {
 		h.t.Fatalf("close writer: %v", err)
 	}

@@ -42,10 +42,7 @@ func streamBindings(h *harness) {
 		}
 		h.acknowledge(s, d)
 	}
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	for _, miss := range []messaging.Dispatch{
 		{Topic: topic, RoutingKey: "order.placed.late"},
@@ -126,10 +123,7 @@ func pollingStream(h *harness) {
 // unroutable asserts that a mandatory dispatch reaches no queue.
 func (h *harness) unroutable(conn messaging.Connection, d messaging.Dispatch, why string) {
 	h.t.Helper()
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	d.Mandatory = true
 	if _, err := w.Write(h.context(), d); !errors.Is(err, messaging.ErrUnroutable) {

@@ -200,12 +200,29 @@ func (h *harness) declared(conn messaging.Connection, queue string, prefetch uin
 	})
 }
 
-func (h *harness) write(conn messaging.Connection, dispatches ...messaging.Dispatch) {
-	h.t.Helper()
+// openWriter opens a writer on conn, failing the test when it cannot; the
+// caller closes it.
+func (h *harness) openWriter(conn messaging.Connection) messaging.Writer {
 	w, err := conn.Writer(h.context())
 	if err != nil {
 		h.t.Fatalf("open writer: %v", err)
 	}
+	return w
+}
+
+// openCommitWriter opens a commit writer on conn, failing the test when it
+// cannot; the caller closes it.
+func (h *harness) openCommitWriter(conn messaging.Connection) messaging.CommitWriter {
+	w, err := conn.CommitWriter(h.context())
+	if err != nil {
+		h.t.Fatalf("open commit writer: %v", err)
+	}
+	return w
+}
+
+func (h *harness) write(conn messaging.Connection, dispatches ...messaging.Dispatch) {
+	h.t.Helper()
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	n, err := w.Write(h.context(), dispatches...)
 	if err != nil || n != len(dispatches) {

@@ -71,11 +71,8 @@ func declaresEveryExchangeKind(h *harness) {
 			continue // a fanout exchange routes everything
 		}
 		c.miss.Topic, c.miss.Payload, c.miss.Mandatory = exchange, []byte("miss"), true
-		w, err := conn.Writer(h.context())
-		if err != nil {
-			h.t.Fatalf("open writer: %v", err)
-		}
-		_, err = w.Write(h.context(), c.miss)
+		w := h.openWriter(conn)
+		_, err := w.Write(h.context(), c.miss)
 		_ = w.Close()
 		if !errors.Is(err, messaging.ErrUnroutable) {
 			h.t.Fatalf("a message the %s binding does not match: %v; want messaging.ErrUnroutable", c.kind, err)

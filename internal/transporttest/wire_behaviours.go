@@ -97,10 +97,7 @@ func (h *harness) checkRefusedAlone(c wireCase, err error) {
 // bad one alone with ErrWireLimit; the connection and its stream carry on.
 func wireLimitRefusesAlone(h *harness) {
 	h.refusedAlone(func(conn messaging.Connection) func(c wireCase, dispatches ...messaging.Dispatch) error {
-		w, err := conn.Writer(h.context())
-		if err != nil {
-			h.t.Fatalf("open writer: %v", err)
-		}
+		w := h.openWriter(conn)
 		h.t.Cleanup(func() { _ = w.Close() })
 		return func(c wireCase, dispatches ...messaging.Dispatch) error {
 			n, err := w.Write(h.context(), dispatches...)
@@ -116,10 +113,7 @@ func wireLimitRefusesAlone(h *harness) {
 // and publishes the rest of the batch.
 func wireLimitRefusesAloneOnCommit(h *harness) {
 	h.refusedAlone(func(conn messaging.Connection) func(c wireCase, dispatches ...messaging.Dispatch) error {
-		w, err := conn.CommitWriter(h.context())
-		if err != nil {
-			h.t.Fatalf("open commit writer: %v", err)
-		}
+		w := h.openCommitWriter(conn)
 		h.t.Cleanup(func() { _ = w.Close() })
 		return func(c wireCase, dispatches ...messaging.Dispatch) error {
 			if _, err := w.Write(h.context(), dispatches...); err != nil {
@@ -158,10 +152,7 @@ func reservedHeader(h *harness) {
 	queue := h.queue()
 	conn := h.connect()
 	s := h.declared(conn, queue, 2)
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(conn)
 	defer func() { _ = w.Close() }()
 	spoof := messaging.Dispatch{RoutingKey: queue, Headers: map[string]any{"x-acemq-id": "spoof"}, Payload: []byte("spoof"), Mandatory: true}
 	n, err := w.Write(h.context(), toQueue(queue, "before"), spoof, toQueue(queue, "after"))
@@ -204,10 +195,7 @@ func verbatimCopyUnroutable(h *harness) {
 	missing := h.queue() // named, never declared
 	copied := toQueue(missing, "set aside")
 	copied.MessageID, copied.Verbatim = "id-"+overLong, true
-	w, err := h.connect().Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
+	w := h.openWriter(h.connect())
 	defer func() { _ = w.Close() }()
 
 	n, err := w.Write(h.context(), copied)
