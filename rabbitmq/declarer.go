@@ -94,30 +94,23 @@ func (c *connection) InspectExchange(ctx context.Context, name string) error {
 	})
 }
 
-// onChannel runs f on a channel of its own, bounded by the broker timeout
-// (past it the connection is severed and the error wraps ErrConnectTimeout),
-// and closes the channel on every path. A refusal closes only that channel and
-// comes back as a *messaging.BrokerError naming op.
+// onChannel runs f on a channel of its own as one step of a topologyDeclarer
+// (bounded by the broker timeout, past which the connection is severed and
+// the error wraps ErrConnectTimeout; a refusal closes only that channel and
+// comes back as a *messaging.BrokerError naming op), and closes the channel
+// on every path.
 func (c *connection) onChannel(ctx context.Context, op string, f func(adapter.Channel) error) (err error) {
-	ch, err := c.openChannel(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
+	t := &topologyDeclarer{conn: c, ctx: ctx}
 	defer func() {
-		if closeErr := c.closeChannel(ch); closeErr != nil && err == nil {
+		if t.ch == nil {
+			return // never opened, or a refusal closed it
+		}
+		if closeErr := c.closeChannel(t.ch); closeErr != nil && err == nil {
 			err = fmt.Errorf("%s: close its channel: %w", op, closeErr)
 		}
 	}()
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := c.call(op, ErrConnectTimeout, func() error { return f(ch) }); err != nil {
-		if _, named := err.(*messaging.BrokerError); named {
-			return err // it names op already
-		}
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return nil
+	_, err = t.step(op, false, f)
+	return err
 }
 
 // table converts declared arguments to an amqp091 table (nil stays nil).

@@ -12,10 +12,12 @@ import (
 	"github.com/warrenmq/messaging/rabbitmq/adapter"
 )
 
-// topologyDeclarer declares a stream's topology on the stream's channel. A
-// declaration the broker refuses because what exists differs (406) is not an
-// error: what exists is used as it is, one WARN names the difference in the
-// broker's words, and the channel the refusal closed is replaced by a new one.
+// topologyDeclarer runs declarations one step at a time on one channel: the
+// stream's own when it declares a stream's topology, a channel of its own for
+// each Declarer call (onChannel). In a stream's topology a declaration the
+// broker refuses because what exists differs (406) is not an error: what
+// exists is used as it is, one WARN names the difference in the broker's
+// words, and the channel the refusal closed is replaced by a new one.
 type topologyDeclarer struct {
 	conn *connection
 	ctx  context.Context
