@@ -31,7 +31,7 @@ const (
 	// DefaultReconnectDelay is the first pause before the requester's reply
 	// subscription declares its reply queue again after losing it.
 	DefaultReconnectDelay = 100 * time.Millisecond
-	// DefaultCloseTimeout bounds Close.
+	// DefaultCloseTimeout is how long Close lets handlers in progress finish.
 	DefaultCloseTimeout = 10 * time.Second
 
 	// replyQueuePrefix names generated reply queues (acemq-reply-<uuid>).
@@ -116,7 +116,10 @@ func (OptionSet) ReconnectDelay(delay time.Duration) Option {
 	return func(c *config) { c.reconnectDelay = delay }
 }
 
-// CloseTimeout bounds Close (both sides; default DefaultCloseTimeout, 10 s).
+// CloseTimeout is how long Close lets the handlers in progress finish before
+// it cancels them (both sides; the subscription's drain, see
+// streaming.SubscriptionOptions.ShutdownStrategy; default DefaultCloseTimeout,
+// 10 s). A responder's Options.Subscription may state its own strategy.
 func (OptionSet) CloseTimeout(timeout time.Duration) Option {
 	return func(c *config) { c.closeTimeout = timeout }
 }

@@ -419,3 +419,43 @@ func TestMemoryARequesterOverADecodingConnectorStillReadsItsReplies(t *testing.T
 		}
 	}
 }
+
+// TestMemoryServeCloseWaitsForItsCloseTimeoutThenCancels: a handler still
+// running when Close is called gets Options.CloseTimeout to finish; past it
+// it is cancelled, its request goes back to the queue, and Close says so.
+func TestMemoryServeCloseWaitsForItsCloseTimeoutThenCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		broker := memory.New(memory.Options.Logger(quiet))
+		defer broker.Close()
+		ctx := context.Background()
+		started := make(chan struct{})
+		stuck := func(ctx context.Context, _ messaging.Delivery, request priceRequest) (priceResponse, error) {
+			close(started)
+			<-ctx.Done() // it finishes only when cancelled
+			return priceResponse{}, ctx.Err()
+		}
+		server, err := Serve(ctx, broker, "prices", stuck, Options.CloseTimeout(3*time.Second), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		requester, err := NewRequester[priceRequest, priceResponse](ctx, broker, "", "prices", Options.Timeout(time.Minute), Options.Logger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer requester.Close()
+		go func() { _, _ = requester.Do(ctx, priceRequest{SKU: "slow"}) }()
+		<-started
+
+		began := time.Now()
+		err = server.Close()
+		if took := time.Since(began); took < 3*time.Second || took > 4*time.Second {
+			t.Errorf("Close took %s; want the 3 s close timeout", took)
+		}
+		if !errors.Is(err, messaging.ErrShutdownForced) {
+			t.Errorf("Close = %v; want an error matching messaging.ErrShutdownForced", err)
+		}
+		if n := broker.MessageCount("prices"); n != 1 {
+			t.Errorf("the queue holds %d message(s) after Close; want the cancelled request back", n)
+		}
+	})
+}

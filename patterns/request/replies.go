@@ -38,6 +38,7 @@ func (r *Requester[Req, Resp]) subscription() *streaming.Subscription {
 		streaming.SubscriptionOptions.BatchCapacity(replyBatch),
 		streaming.SubscriptionOptions.FullDeliveryToHandler(true),
 		streaming.SubscriptionOptions.ReconnectDelay(r.config.reconnectDelay),
+		streaming.SubscriptionOptions.ShutdownStrategy(streaming.ShutdownStrategyDrain, r.config.closeTimeout),
 		streaming.SubscriptionOptions.AddWorkers(messaging.HandlerFunc(r.replies)),
 	}
 	if r.generated {

@@ -268,14 +268,7 @@ func (r *Requester[Req, Resp]) Close() error {
 
 	var errs []error
 	if r.consumer != nil {
-		errs = append(errs, r.consumer.Close())
-		timer := time.NewTimer(r.config.closeTimeout)
-		defer timer.Stop()
-		select {
-		case <-r.consumer.Done():
-		case <-timer.C:
-			errs = append(errs, fmt.Errorf("acemq: the requester's reply subscription of %q did not stop within %s: %w", r.queue, r.config.closeTimeout, messaging.ErrCloseTimeout))
-		}
+		errs = append(errs, r.consumer.Close()) // bounded by the subscription's drain, Options.CloseTimeout
 	}
 	errs = append(errs, r.writer.Close())
 	return errors.Join(errs...)

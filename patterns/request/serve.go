@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/warrenmq/messaging"
 	"github.com/warrenmq/messaging/batch"
@@ -19,7 +18,6 @@ type Server[Req, Resp any] struct {
 	handler  *Handler[Req, Resp]
 	consumer *streaming.Consumer
 	writer   *batch.Writer
-	timeout  time.Duration
 	once     sync.Once
 	closeErr error
 }
@@ -46,13 +44,14 @@ func Serve[Req, Resp any](ctx context.Context, connector messaging.Connector, qu
 	for i := range workers {
 		workers[i] = handler
 	}
-	subscription := append(append([]streaming.SubscriptionOption{}, cfg.subscription...),
+	drain := streaming.SubscriptionOptions.ShutdownStrategy(streaming.ShutdownStrategyDrain, cfg.closeTimeout)
+	subscription := append(append([]streaming.SubscriptionOption{drain}, cfg.subscription...),
 		streaming.SubscriptionOptions.AddWorkers(workers...),
 		streaming.SubscriptionOptions.FullDeliveryToHandler(true))
 	consumer := streaming.New(connector,
 		streaming.Options.Logger(cfg.logger),
 		streaming.Options.Subscriptions(streaming.NewSubscription(queue, subscription...)))
-	s := &Server[Req, Resp]{handler: handler, consumer: consumer, writer: writer, timeout: cfg.closeTimeout}
+	s := &Server[Req, Resp]{handler: handler, consumer: consumer, writer: writer}
 	if err := consumer.Start(ctx); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("acemq: serving %q did not start: %w", queue, err)
@@ -70,20 +69,13 @@ func (s *Server[Req, Resp]) Unanswerable() uint64 { return s.handler.Unanswerabl
 // Listen blocks until the server has stopped.
 func (s *Server[Req, Resp]) Listen() { <-s.consumer.Done() }
 
-// Close stops consuming (the consumer drains what its workers hold), waits
-// for it within Options.CloseTimeout and closes the reply writer.
+// Close stops consuming and waits while the workers finish the requests in
+// hand, for Options.CloseTimeout at most: past it their handlers are
+// cancelled, their requests go back to the queue, and the error matches
+// messaging.ErrShutdownForced. Then it closes the reply writer.
 func (s *Server[Req, Resp]) Close() error {
 	s.once.Do(func() {
-		errs := []error{s.consumer.Close()}
-		timer := time.NewTimer(s.timeout)
-		defer timer.Stop()
-		select {
-		case <-s.consumer.Done():
-		case <-timer.C:
-			errs = append(errs, fmt.Errorf("acemq: the responder did not stop within %s: %w", s.timeout, messaging.ErrCloseTimeout))
-		}
-		errs = append(errs, s.writer.Close())
-		s.closeErr = errors.Join(errs...)
+		s.closeErr = errors.Join(s.consumer.Close(), s.writer.Close())
 	})
 	return s.closeErr
 }
