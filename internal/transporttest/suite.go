@@ -203,6 +203,7 @@ func (h *harness) declared(conn messaging.Connection, queue string, prefetch uin
 // openWriter opens a writer on conn, failing the test when it cannot; the
 // caller closes it.
 func (h *harness) openWriter(conn messaging.Connection) messaging.Writer {
+	h.t.Helper()
 	w, err := conn.Writer(h.context())
 	if err != nil {
 		h.t.Fatalf("open writer: %v", err)
@@ -213,6 +214,7 @@ func (h *harness) openWriter(conn messaging.Connection) messaging.Writer {
 // openCommitWriter opens a commit writer on conn, failing the test when it
 // cannot; the caller closes it.
 func (h *harness) openCommitWriter(conn messaging.Connection) messaging.CommitWriter {
+	h.t.Helper()
 	w, err := conn.CommitWriter(h.context())
 	if err != nil {
 		h.t.Fatalf("open commit writer: %v", err)

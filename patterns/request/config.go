@@ -119,7 +119,9 @@ func (OptionSet) ReconnectDelay(delay time.Duration) Option {
 // CloseTimeout is how long Close lets the handlers in progress finish before
 // it cancels them (both sides; the subscription's drain, see
 // streaming.SubscriptionOptions.ShutdownStrategy; default DefaultCloseTimeout,
-// 10 s). A responder's Options.Subscription may state its own strategy.
+// 10 s). A responder given its own ShutdownStrategy through
+// Options.Subscription uses that strategy, and CloseTimeout does not apply to
+// it.
 func (OptionSet) CloseTimeout(timeout time.Duration) Option {
 	return func(c *config) { c.closeTimeout = timeout }
 }

@@ -32,8 +32,9 @@
 // envelope) passes your envelope fields through (id, causation, type,
 // headers, expiration; a Topic or RoutingKey replaces the address). Requests
 // are mandatory and confirmed: Do returns messaging.ErrUnroutable at once
-// when nothing is bound to the address. Close is bounded by
-// Options.CloseTimeout; callers still waiting get messaging.ErrClosed.
+// when nothing is bound to the address. Close drains for
+// Options.CloseTimeout at most (then the transport's close bound applies);
+// callers still waiting get messaging.ErrClosed.
 //
 // Do waits Options.Timeout (DefaultTimeout, 30 s), then returns an error
 // matching ErrRequestTimedOut ("acemq: no reply arrived before the deadline

@@ -250,8 +250,9 @@ func (r *Requester[Req, Resp]) forget(correlation string) {
 
 // Close stops reading replies, fails the callers still waiting with
 // messaging.ErrClosed, and closes the reply subscription (a generated reply
-// queue goes with its connection) and the request writer. It is bounded by
-// Options.CloseTimeout and safe to call more than once.
+// queue goes with its connection) and the request writer. The reply
+// subscription drains for Options.CloseTimeout at most, then the transport
+// closes within its own close bound. It is safe to call more than once.
 func (r *Requester[Req, Resp]) Close() error {
 	r.mu.Lock()
 	if r.closed {
