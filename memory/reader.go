@@ -67,81 +67,55 @@ func (r *reader) Stream(ctx context.Context, config messaging.StreamConfig) (mes
 	return s, nil
 }
 
-// establishLocked declares what the transport declares for a stream: the
-// exchange of every binding (config.StreamBindings: a durable fanout per
-// topic, a topic exchange for a binding that routes by key, others of their
-// kinds), the durable queue (messaging.DeclaredQueue; quorum with
-// Replication, exclusive with ExclusiveStream, and with DeadLetters the
-// arguments x-dead-letter-exchange=acemq.dlx and
-// x-dead-letter-routing-key={queue}.dlq) bound to each under its key, and with
-// DeadLetters the acemq.dlx direct exchange and the {q}.dlq and {q}.parked
-// classic queues bound to it on their own names. As on RabbitMQ, a queue or
-// exchange that exists with other properties is used as it is, with a
-// warning naming the difference, and nothing is bound to an exchange whose
-// declaration was refused.
+// establishLocked declares what the transport declares for a stream
+// (wire.TopologyOf, in its order). As on RabbitMQ, a queue or exchange that
+// exists with other properties is used as it is, with a warning naming the
+// difference, and nothing is bound to an exchange whose declaration was
+// refused.
 func (r *reader) establishLocked(config messaging.StreamConfig) ([]string, error) {
-	b, name := r.conn.broker, config.StreamName
-	var warnings []string
-	tolerate := func(what, consequence string, err error) (bool, error) {
-		if errors.Is(err, messaging.ErrPreconditionFailed) {
-			var refused *messaging.BrokerError
-			errors.As(err, &refused)
-			warnings = append(warnings, fmt.Sprintf("AMQP %s: it already exists with other properties, so it is used as it is%s (broker: %s)", what, consequence, refused.Text))
-			return false, nil
-		}
-		return err == nil, err
+	steps, err := wire.TopologyOf(config)
+	if err != nil {
+		return nil, err
 	}
-	if config.EstablishTopology {
-		source, err := config.SourceQueue()
-		if err != nil {
-			return warnings, err
-		}
-		if source, err = messaging.DeclaredQueue(source); err != nil {
-			return warnings, err
-		}
-		var bindable []messaging.StreamBinding
-		for _, binding := range config.StreamBindings() {
-			x := messaging.Exchange{Name: binding.Exchange, Kind: binding.Kind, Durable: true}
-			if err := x.Validate(); err != nil {
-				return warnings, err
-			}
-			declared, err := tolerate(fmt.Sprintf("declare exchange %q", x.Name), fmt.Sprintf(", and queue %q is not bound to it with key %q; bind it yourself if nothing routes the messages there", name, binding.Key),
-				b.declareExchangeLocked(x.Name, string(x.Kind), true))
-			if err != nil {
-				return warnings, err
-			}
-			if declared {
-				bindable = append(bindable, binding)
-			}
-		}
-		if _, err := tolerate(fmt.Sprintf("declare queue %q", name), "", b.declareQueueLocked(name, queueOptions(source), r.conn)); err != nil {
-			return warnings, err
-		}
-		for _, binding := range bindable {
-			if err := b.bindWithLocked(name, binding.Exchange, binding.Key, binding.Arguments, r.conn); err != nil {
-				return warnings, err
-			}
-		}
+	d := &streamDeclarer{broker: r.conn.broker, conn: r.conn}
+	err = steps.Declare(d)
+	return d.warnings, err
+}
+
+// streamDeclarer runs a stream's topology on the broker, whose lock the
+// caller holds, gathering the warnings RabbitMQ's transport would log.
+type streamDeclarer struct {
+	broker   *Broker
+	conn     *connection
+	warnings []string
+}
+
+// Exchange declares x, tolerating one that exists with other properties.
+func (d *streamDeclarer) Exchange(x messaging.Exchange, unbound string) (bool, error) {
+	return d.tolerate(fmt.Sprintf("declare exchange %q", x.Name), unbound,
+		d.broker.declareExchangeWithLocked(exchange{name: x.Name, kind: string(x.Kind), durable: x.Durable, autoDelete: x.AutoDelete, arguments: x.Arguments}))
+}
+
+// Queue declares q, tolerating one that exists with other properties.
+func (d *streamDeclarer) Queue(q messaging.Queue) error {
+	_, err := d.tolerate(fmt.Sprintf("declare queue %q", q.Name), "", d.broker.declareQueueLocked(q.Name, queueOptions(q), d.conn))
+	return err
+}
+
+// Bind binds a queue to an exchange.
+func (d *streamDeclarer) Bind(b messaging.Binding) error {
+	return d.broker.bindWithLocked(b.Queue, b.Exchange, b.Key, b.Arguments, d.conn)
+}
+
+// tolerate turns a refusal of what as differing from what exists into a
+// warning and false.
+func (d *streamDeclarer) tolerate(what, consequence string, err error) (bool, error) {
+	var refused *messaging.BrokerError
+	if errors.Is(err, messaging.ErrPreconditionFailed) && errors.As(err, &refused) {
+		d.warnings = append(d.warnings, fmt.Sprintf("AMQP %s: it already exists with other properties, so it is used as it is%s (broker: %s)", what, consequence, refused.Text))
+		return false, nil
 	}
-	if config.DeadLetters {
-		exchangeDeclared, err := tolerate(fmt.Sprintf("declare exchange %q", wire.DeadLetterExchange), ", and nothing is bound to it",
-			b.declareExchangeLocked(wire.DeadLetterExchange, KindDirect, true))
-		if err != nil {
-			return warnings, err
-		}
-		for _, target := range []string{wire.DeadLetterQueue(name), wire.ParkedQueue(name)} {
-			if _, err := tolerate(fmt.Sprintf("declare queue %q", target), "", b.declareQueueLocked(target, QueueOptions{Durable: true}, r.conn)); err != nil {
-				return warnings, err
-			}
-			if !exchangeDeclared {
-				continue
-			}
-			if err := b.bindLocked(target, wire.DeadLetterExchange, target, r.conn); err != nil {
-				return warnings, err
-			}
-		}
-	}
-	return warnings, nil
+	return err == nil, err
 }
 
 // Close closes the reader's streams, requeueing what they had not acknowledged.

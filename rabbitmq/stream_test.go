@@ -64,17 +64,18 @@ func (f *StreamFixture) TestTopologyIsDeclaredAsConfigured() {
 	})
 
 	calls := f.channel.Calls()
+	// Every exchange, then every queue, then every binding (wire.TopologyOf).
 	f.So(calls[0], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-placed", "fanout", true, false, false, amqp.Table(nil)}})
 	f.So(calls[1], should.Resemble, fakeCall{"ExchangeDeclare", []any{"order-paid", "fanout", true, false, false, amqp.Table(nil)}})
-	f.So(calls[2], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, false, amqp.Table{
+	f.So(calls[2], should.Resemble, fakeCall{"ExchangeDeclare", []any{"acemq.dlx", "direct", true, false, false, amqp.Table(nil)}})
+	f.So(calls[3], should.Resemble, fakeCall{"QueueDeclare", []any{"orders", true, false, false, amqp.Table{
 		"x-queue-type": "quorum", "x-dead-letter-exchange": "acemq.dlx", "x-dead-letter-routing-key": "orders.dlq",
 	}}})
-	f.So(calls[3], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-placed"}})
-	f.So(calls[4], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-paid"}})
-	f.So(calls[5], should.Resemble, fakeCall{"ExchangeDeclare", []any{"acemq.dlx", "direct", true, false, false, amqp.Table(nil)}})
-	f.So(calls[6], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.dlq", true, false, false, amqp.Table(nil)}})
-	f.So(calls[7], should.Resemble, fakeCall{"QueueBind", []any{"orders.dlq", "orders.dlq", "acemq.dlx"}})
-	f.So(calls[8], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.parked", true, false, false, amqp.Table(nil)}})
+	f.So(calls[4], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.dlq", true, false, false, amqp.Table(nil)}})
+	f.So(calls[5], should.Resemble, fakeCall{"QueueDeclare", []any{"orders.parked", true, false, false, amqp.Table(nil)}})
+	f.So(calls[6], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-placed"}})
+	f.So(calls[7], should.Resemble, fakeCall{"QueueBind", []any{"orders", "", "order-paid"}})
+	f.So(calls[8], should.Resemble, fakeCall{"QueueBind", []any{"orders.dlq", "orders.dlq", "acemq.dlx"}})
 	f.So(calls[9], should.Resemble, fakeCall{"QueueBind", []any{"orders.parked", "orders.parked", "acemq.dlx"}})
 	f.So(calls[10], should.Resemble, fakeCall{"Qos", []any{32, 0, false}})
 	f.So(calls[11].method, should.Equal, "Consume")

@@ -73,86 +73,44 @@ func (t *topologyDeclarer) tolerate(what, consequence string, f func(adapter.Cha
 	return declared, err
 }
 
-// declareStreamTopology declares what config asks for: with EstablishTopology
-// the exchange of every binding (config.StreamBindings: a durable fanout per
-// topic, a topic exchange for a binding that routes by key, others of their
-// kinds), the source queue (config.SourceQueue and messaging.DeclaredQueue:
-// type, lifetime, arguments, the AceMQ dead-letter arguments) and the
-// bindings; with DeadLetters the acemq.dlx direct exchange and the classic
-// durable {queue}.dlq and {queue}.parked bound to it on their own names.
-// Nothing that exists is changed: a queue or exchange another library
-// declared differently is used as it is, and a queue is not bound to an
-// exchange whose declaration was refused (the key would mean something else
-// on it).
+// declareStreamTopology declares what config asks for (wire.TopologyOf, in
+// its order). Nothing that exists is changed: a queue or exchange another
+// library declared differently is used as it is, and a queue is not bound to
+// an exchange whose declaration was refused (the key would mean something
+// else on it).
 //
 // It starts on *ch and leaves in *ch the channel to go on with (nil when a
 // refusal closed the last one): the caller closes it, on error too.
 func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Channel, config messaging.StreamConfig) error {
-	t := &topologyDeclarer{conn: c, ctx: ctx, ch: *ch}
-	defer func() { *ch = t.ch }()
-	queue := config.StreamName
-	if config.EstablishTopology {
-		source, err := config.SourceQueue()
-		if err != nil {
-			return err
-		}
-		if source, err = messaging.DeclaredQueue(source); err != nil {
-			return err
-		}
-		var bindable []messaging.StreamBinding
-		for _, binding := range config.StreamBindings() {
-			x := messaging.Exchange{Name: binding.Exchange, Kind: binding.Kind, Durable: true}
-			if err := x.Validate(); err != nil {
-				return fmt.Errorf("bind stream %q: %w", queue, err)
-			}
-			declared, err := t.tolerate(fmt.Sprintf("declare exchange %q", x.Name), fmt.Sprintf(", and queue %q is not bound to it with key %q; bind it yourself if nothing routes the messages there", queue, binding.Key), func(ch adapter.Channel) error {
-				return ch.ExchangeDeclare(x.Name, string(x.Kind), true, false, false, false, nil)
-			})
-			if err != nil {
-				return err
-			}
-			if declared {
-				bindable = append(bindable, binding)
-			}
-		}
-		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", queue), "", func(ch adapter.Channel) error {
-			_, err := ch.QueueDeclare(queue, source.Durable, source.AutoDelete, source.Exclusive, false, table(source.Arguments))
-			return err
-		}); err != nil {
-			return err
-		}
-		for _, binding := range bindable {
-			if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q with key %q", queue, binding.Exchange, binding.Key), false, func(ch adapter.Channel) error {
-				return ch.QueueBind(queue, binding.Key, binding.Exchange, false, table(binding.Arguments))
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	if !config.DeadLetters {
-		return nil
-	}
-	exchangeDeclared, err := t.tolerate(fmt.Sprintf("declare exchange %q", wire.DeadLetterExchange), ", and nothing is bound to it", func(ch adapter.Channel) error {
-		return ch.ExchangeDeclare(wire.DeadLetterExchange, amqp.ExchangeDirect, true, false, false, false, nil)
-	})
+	steps, err := wire.TopologyOf(config)
 	if err != nil {
 		return err
 	}
-	for _, name := range []string{wire.DeadLetterQueue(queue), wire.ParkedQueue(queue)} {
-		if _, err := t.tolerate(fmt.Sprintf("declare queue %q", name), "", func(ch adapter.Channel) error {
-			_, err := ch.QueueDeclare(name, true, false, false, false, nil)
-			return err
-		}); err != nil {
-			return err
-		}
-		if !exchangeDeclared {
-			continue
-		}
-		if _, err := t.step(fmt.Sprintf("bind queue %q to exchange %q", name, wire.DeadLetterExchange), false, func(ch adapter.Channel) error {
-			return ch.QueueBind(name, name, wire.DeadLetterExchange, false, nil)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	t := &topologyDeclarer{conn: c, ctx: ctx, ch: *ch}
+	defer func() { *ch = t.ch }()
+	return steps.Declare(t)
+}
+
+// Exchange declares x, tolerating one that exists with other properties.
+func (t *topologyDeclarer) Exchange(x messaging.Exchange, unbound string) (bool, error) {
+	return t.tolerate(fmt.Sprintf("declare exchange %q", x.Name), unbound, func(ch adapter.Channel) error {
+		return ch.ExchangeDeclare(x.Name, string(x.Kind), x.Durable, x.AutoDelete, false, false, table(x.Arguments))
+	})
+}
+
+// Queue declares q, tolerating one that exists with other properties.
+func (t *topologyDeclarer) Queue(q messaging.Queue) error {
+	_, err := t.tolerate(fmt.Sprintf("declare queue %q", q.Name), "", func(ch adapter.Channel) error {
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(q.Arguments))
+		return err
+	})
+	return err
+}
+
+// Bind binds a queue to an exchange.
+func (t *topologyDeclarer) Bind(b messaging.Binding) error {
+	_, err := t.step(fmt.Sprintf("bind queue %q to exchange %q with key %q", b.Queue, b.Exchange, b.Key), false, func(ch adapter.Channel) error {
+		return ch.QueueBind(b.Queue, b.Key, b.Exchange, false, table(b.Arguments))
+	})
+	return err
 }

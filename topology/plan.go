@@ -31,37 +31,20 @@ type Plan struct {
 	Bindings  []messaging.Binding
 }
 
-// ForStream is the plan a stream of config declares, as the transports
-// declare it (see doc/topology.md): with EstablishTopology the exchange of
-// every binding, the source queue and the bindings; with DeadLetters
-// acemq.dlx and the classic durable {queue}.dlq and {queue}.parked.
+// ForStream is the plan a stream of config declares, exactly as the
+// transports declare it (see doc/topology.md): with EstablishTopology the
+// exchange of every binding, the source queue and the bindings; with
+// DeadLetters acemq.dlx and the classic durable {queue}.dlq and
+// {queue}.parked.
 func ForStream(config messaging.StreamConfig) (Plan, error) {
-	var p Plan
 	if config.StreamName == "" {
 		return Plan{}, errors.New("topology: the stream config names no queue; set StreamName")
 	}
-	if config.EstablishTopology {
-		source, err := config.SourceQueue()
-		if err == nil {
-			source, err = messaging.DeclaredQueue(source)
-		}
-		if err != nil {
-			return Plan{}, fmt.Errorf("topology: %w", err)
-		}
-		p.Queues = append(p.Queues, source)
-		for _, b := range config.StreamBindings() {
-			p.Exchanges = append(p.Exchanges, messaging.Exchange{Name: b.Exchange, Kind: b.Kind, Durable: true})
-			p.Bindings = append(p.Bindings, messaging.Binding{Exchange: b.Exchange, Queue: config.StreamName, Key: b.Key, Arguments: b.Arguments})
-		}
+	steps, err := wire.TopologyOf(config)
+	if err != nil {
+		return Plan{}, fmt.Errorf("topology: %w", err)
 	}
-	if config.DeadLetters {
-		p.Exchanges = append(p.Exchanges, messaging.Exchange{Name: DeadLetterExchange, Kind: messaging.ExchangeDirect, Durable: true})
-		for _, name := range []string{wire.DeadLetterQueue(config.StreamName), wire.ParkedQueue(config.StreamName)} {
-			p.Queues = append(p.Queues, messaging.Queue{Name: name, Durable: true})
-			p.Bindings = append(p.Bindings, messaging.Binding{Exchange: DeadLetterExchange, Queue: name, Key: name})
-		}
-	}
-	return p, nil
+	return Plan{Exchanges: steps.Exchanges, Queues: steps.Queues, Bindings: steps.Bindings}, nil
 }
 
 // Merge returns p with the declarations of others added. An exchange or queue

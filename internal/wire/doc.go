@@ -5,6 +5,7 @@
 // close its connection, is refused alone with messaging.ErrWireLimit. It also
 // holds the envelope's header names, its encoding into headers and properties
 // and its tolerant decoding (Encode, Decode, with the integer, time and
-// expiration coercion they use), and the names of the set-aside topology
-// ({queue}.dlq through acemq.dlx, {queue}.parked).
+// expiration coercion they use), the names of the set-aside topology
+// ({queue}.dlq through acemq.dlx, {queue}.parked), and what a stream declares
+// when it opens (TopologyOf), which both transports run.
 package wire
