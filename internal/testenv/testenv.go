@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -250,6 +251,21 @@ func Rabbitmqctl(t testing.TB, args ...string) string {
 		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// BrokerClockLag is how far the default broker's clock runs behind this
+// machine's. Erlang follows a step of the system clock slowly (about 10 ms a
+// second), so for some minutes after a step the broker stamps what it stores
+// (a stream's chunks) earlier than time.Now says; a test that compares the
+// two subtracts this.
+func BrokerClockLag(t testing.TB) time.Duration {
+	t.Helper()
+	out := strings.TrimSpace(Rabbitmqctl(t, "eval", "os:system_time(millisecond) - erlang:system_time(millisecond)."))
+	ms, err := strconv.ParseInt(out, 10, 64)
+	if err != nil {
+		t.Fatalf("the broker's clock lag: rabbitmqctl answered %q", out)
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Name returns a name unique to this test run, for queues and exchanges.

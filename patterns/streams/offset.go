@@ -57,6 +57,9 @@ func FromOffset(offset uint64) Offset {
 
 // FromTimestamp starts at the first chunk holding messages appended at or
 // after t (whole seconds): a reader may see a few messages from just before t.
+// The broker stamps chunks with its own clock, which follows a step of the
+// system clock only slowly: for some minutes after one it runs behind, and a
+// reader started from time.Now() then starts after messages appended since.
 func FromTimestamp(t time.Time) Offset { return Offset{kind: offsetTimestamp, at: t} }
 
 // Argument is the value sent as x-stream-offset, in the AMQP type RabbitMQ
