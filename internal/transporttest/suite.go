@@ -204,20 +204,22 @@ func (h *harness) declared(conn messaging.Connection, queue string, prefetch uin
 // caller closes it.
 func (h *harness) openWriter(conn messaging.Connection) messaging.Writer {
 	h.t.Helper()
-	w, err := conn.Writer(h.context())
-	if err != nil {
-		h.t.Fatalf("open writer: %v", err)
-	}
-	return w
+	return mustOpen(h, "writer", conn.Writer)
 }
 
 // openCommitWriter opens a commit writer on conn, failing the test when it
 // cannot; the caller closes it.
 func (h *harness) openCommitWriter(conn messaging.Connection) messaging.CommitWriter {
 	h.t.Helper()
-	w, err := conn.CommitWriter(h.context())
+	return mustOpen(h, "commit writer", conn.CommitWriter)
+}
+
+// mustOpen returns what open opened, failing the test when it could not.
+func mustOpen[W any](h *harness, what string, open func(context.Context) (W, error)) W {
+	h.t.Helper()
+	w, err := open(h.context())
 	if err != nil {
-		h.t.Fatalf("open commit writer: %v", err)
+		h.t.Fatalf("open %s: %v", what, err)
 	}
 	return w
 }
