@@ -17,7 +17,7 @@ func (c *connection) DeclareExchange(ctx context.Context, x messaging.Exchange) 
 		return fmt.Errorf("memory: declare exchange: %w", err)
 	}
 	return c.locked(ctx, fmt.Sprintf("declare exchange %q", x.Name), func(b *Broker) error {
-		return b.declareExchangeWithLocked(exchange{name: x.Name, kind: string(x.Kind), durable: x.Durable, autoDelete: x.AutoDelete, arguments: x.Arguments})
+		return b.declareExchangeWithLocked(exchangeOf(x))
 	})
 }
 
@@ -35,6 +35,11 @@ func (c *connection) DeclareQueue(ctx context.Context, q messaging.Queue) error 
 	return c.locked(ctx, fmt.Sprintf("declare queue %q", q.Name), func(b *Broker) error {
 		return b.declareQueueLocked(q.Name, queueOptions(q), c)
 	})
+}
+
+// exchangeOf is the broker's exchange of a declaration.
+func exchangeOf(x messaging.Exchange) exchange {
+	return exchange{name: x.Name, kind: string(x.Kind), durable: x.Durable, autoDelete: x.AutoDelete, arguments: x.Arguments}
 }
 
 // queueOptions are the broker's properties of a queue as DeclaredQueue gave it.

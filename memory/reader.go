@@ -93,7 +93,7 @@ type streamDeclarer struct {
 // Exchange declares x, tolerating one that exists with other properties.
 func (d *streamDeclarer) Exchange(x messaging.Exchange, unbound string) (bool, error) {
 	return d.tolerate(fmt.Sprintf("declare exchange %q", x.Name), unbound,
-		d.broker.declareExchangeWithLocked(exchange{name: x.Name, kind: string(x.Kind), durable: x.Durable, autoDelete: x.AutoDelete, arguments: x.Arguments}))
+		d.broker.declareExchangeWithLocked(exchangeOf(x)))
 }
 
 // Queue declares q, tolerating one that exists with other properties.

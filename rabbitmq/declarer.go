@@ -21,9 +21,7 @@ func (c *connection) DeclareExchange(ctx context.Context, x messaging.Exchange) 
 	if err := x.Validate(); err != nil {
 		return fmt.Errorf("declare exchange: %w", err)
 	}
-	return c.onChannel(ctx, fmt.Sprintf("declare exchange %q", x.Name), func(ch adapter.Channel) error {
-		return ch.ExchangeDeclare(x.Name, string(x.Kind), x.Durable, x.AutoDelete, false, false, table(x.Arguments))
-	})
+	return c.onChannel(ctx, fmt.Sprintf("declare exchange %q", x.Name), declareExchange(x))
 }
 
 // DeclareQueue declares a queue, or checks that one with the same properties
@@ -38,18 +36,13 @@ func (c *connection) DeclareQueue(ctx context.Context, q messaging.Queue) error 
 	if err != nil {
 		return fmt.Errorf("declare queue: %w", err)
 	}
-	return c.onChannel(ctx, fmt.Sprintf("declare queue %q", q.Name), func(ch adapter.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(q.Arguments))
-		return err
-	})
+	return c.onChannel(ctx, fmt.Sprintf("declare queue %q", q.Name), declareQueue(q))
 }
 
 // Bind binds a declared queue to a declared exchange; either missing is the
 // broker's 404, matching messaging.ErrNotFound.
 func (c *connection) Bind(ctx context.Context, b messaging.Binding) error {
-	return c.onChannel(ctx, fmt.Sprintf("bind queue %q to exchange %q with key %q", b.Queue, b.Exchange, b.Key), func(ch adapter.Channel) error {
-		return ch.QueueBind(b.Queue, b.Key, b.Exchange, false, table(b.Arguments))
-	})
+	return c.onChannel(ctx, bindingStep(b), bind(b))
 }
 
 // DeleteQueue deletes a queue with its messages and bindings. A queue that
@@ -111,6 +104,32 @@ func (c *connection) onChannel(ctx context.Context, op string, f func(adapter.Ch
 	}()
 	_, err = t.step(op, false, f)
 	return err
+}
+
+// declareExchange is the broker call that declares x.
+func declareExchange(x messaging.Exchange) func(adapter.Channel) error {
+	return func(ch adapter.Channel) error {
+		return ch.ExchangeDeclare(x.Name, string(x.Kind), x.Durable, x.AutoDelete, false, false, table(x.Arguments))
+	}
+}
+
+// declareQueue is the broker call that declares q.
+func declareQueue(q messaging.Queue) func(adapter.Channel) error {
+	return func(ch adapter.Channel) error {
+		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(q.Arguments))
+		return err
+	}
+}
+
+// bind is the broker call that makes binding b; bindingStep names it.
+func bind(b messaging.Binding) func(adapter.Channel) error {
+	return func(ch adapter.Channel) error {
+		return ch.QueueBind(b.Queue, b.Key, b.Exchange, false, table(b.Arguments))
+	}
+}
+
+func bindingStep(b messaging.Binding) string {
+	return fmt.Sprintf("bind queue %q to exchange %q with key %q", b.Queue, b.Exchange, b.Key)
 }
 
 // table converts declared arguments to an amqp091 table (nil stays nil).

@@ -93,24 +93,17 @@ func (c *connection) declareStreamTopology(ctx context.Context, ch *adapter.Chan
 
 // Exchange declares x, tolerating one that exists with other properties.
 func (t *topologyDeclarer) Exchange(x messaging.Exchange, unbound string) (bool, error) {
-	return t.tolerate(fmt.Sprintf("declare exchange %q", x.Name), unbound, func(ch adapter.Channel) error {
-		return ch.ExchangeDeclare(x.Name, string(x.Kind), x.Durable, x.AutoDelete, false, false, table(x.Arguments))
-	})
+	return t.tolerate(fmt.Sprintf("declare exchange %q", x.Name), unbound, declareExchange(x))
 }
 
 // Queue declares q, tolerating one that exists with other properties.
 func (t *topologyDeclarer) Queue(q messaging.Queue) error {
-	_, err := t.tolerate(fmt.Sprintf("declare queue %q", q.Name), "", func(ch adapter.Channel) error {
-		_, err := ch.QueueDeclare(q.Name, q.Durable, q.AutoDelete, q.Exclusive, false, table(q.Arguments))
-		return err
-	})
+	_, err := t.tolerate(fmt.Sprintf("declare queue %q", q.Name), "", declareQueue(q))
 	return err
 }
 
 // Bind binds a queue to an exchange.
 func (t *topologyDeclarer) Bind(b messaging.Binding) error {
-	_, err := t.step(fmt.Sprintf("bind queue %q to exchange %q with key %q", b.Queue, b.Exchange, b.Key), false, func(ch adapter.Channel) error {
-		return ch.QueueBind(b.Queue, b.Key, b.Exchange, false, table(b.Arguments))
-	})
+	_, err := t.step(bindingStep(b), false, bind(b))
 	return err
 }
